@@ -1,0 +1,128 @@
+"""Collate functions with PyTorch's structural rules and NumPy output.
+
+``default_collate`` follows ``torch.utils.data.default_collate`` case for case
+(mappings, namedtuples, tuples become lists, sequences, numbers, strings,
+bytes), but stacks NumPy arrays into NumPy arrays, so torch stays optional.
+Torch tensors are stacked with torch. ``torch_collate`` is torch's own
+``default_collate`` for users who want tensors everywhere.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+from typing import Any
+
+import numpy as np
+
+__all__ = ["default_collate", "default_convert", "torch_collate"]
+
+_BAD_TYPE = (
+    "default_collate: batch must contain numpy arrays, tensors, numbers, dicts or lists; found {}"
+)
+_BAD_ARRAY_DTYPE = "default_collate: cannot stack numpy arrays of dtype {}; use a custom collate_fn"
+
+
+def _is_tensor(value: Any) -> bool:
+    kind = type(value)
+    return kind.__module__.startswith("torch") and hasattr(value, "is_floating_point")
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _rebuild_mapping(elem: Any, values: dict[Any, Any]) -> Any:
+    if isinstance(elem, collections.abc.MutableMapping):
+        # A copy keeps the user's mapping type and any extra state it carries.
+        clone = copy.copy(elem)
+        clone.update(values)
+        return clone
+    try:
+        return type(elem)(values)
+    except TypeError:
+        return values
+
+
+def default_collate(batch: Any) -> Any:
+    """Stack a list of samples into a batch (see the module docstring for the rules)."""
+    if not isinstance(batch, collections.abc.Sequence) or isinstance(batch, str | bytes):
+        raise TypeError(
+            f"default_collate: batch must be a sequence of samples, got {type(batch).__name__}"
+        )
+    if len(batch) == 0:
+        raise ValueError("default_collate: cannot collate an empty batch")
+    elem = batch[0]
+    if _is_tensor(elem):
+        import torch
+
+        return torch.stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        if elem.dtype.kind in "OUSV":
+            raise TypeError(_BAD_ARRAY_DTYPE.format(elem.dtype))
+        return np.stack(batch, axis=0)
+    if isinstance(elem, np.bool_ | np.number):
+        return np.array(batch, dtype=elem.dtype)
+    if isinstance(elem, bool):
+        return np.array(batch, dtype=np.bool_)
+    if isinstance(elem, int):
+        return np.array(batch, dtype=np.int64)
+    if isinstance(elem, float):
+        return np.array(batch, dtype=np.float64)
+    if isinstance(elem, str | bytes):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        return _rebuild_mapping(
+            elem, {key: default_collate([d[key] for d in batch]) for key in elem}
+        )
+    if _is_namedtuple(elem):
+        return type(elem)(*(default_collate(list(samples)) for samples in zip(*batch, strict=True)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if not all(len(e) == size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = [list(samples) for samples in zip(*batch, strict=True)]
+        if isinstance(elem, tuple):
+            return [default_collate(samples) for samples in transposed]
+        collated = [default_collate(samples) for samples in transposed]
+        sequence_type: Any = type(elem)
+        try:
+            return sequence_type(collated)
+        except TypeError:
+            return collated
+    raise TypeError(_BAD_TYPE.format(type(elem)))
+
+
+def default_convert(data: Any) -> Any:
+    """Convert one sample when batching is off (``batch_size=None``).
+
+    Like torch's, it walks mappings, namedtuples and sequences; NumPy arrays
+    and tensors are returned as they are (torch would turn arrays into tensors).
+    """
+    if isinstance(data, str | bytes | np.ndarray) or _is_tensor(data):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        return _rebuild_mapping(data, {key: default_convert(data[key]) for key in data})
+    if _is_namedtuple(data):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, collections.abc.Sequence):
+        converted = [default_convert(d) for d in data]
+        sequence_type: Any = type(data)
+        try:
+            return sequence_type(converted)
+        except TypeError:
+            return converted
+    return data
+
+
+def torch_collate(batch: Any) -> Any:
+    """``torch.utils.data.default_collate``: NumPy arrays and numbers become tensors."""
+    try:
+        from torch.utils.data import default_collate as torch_default_collate
+    except ImportError as error:
+        raise ImportError(
+            "collate_fn=torch_collate needs torch; install it with `pip install torch`"
+        ) from error
+    return torch_default_collate(batch)

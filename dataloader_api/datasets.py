@@ -1,0 +1,63 @@
+"""Dataset base classes (optional: any object with the right methods works) and
+the built-in synthetic dataset the demo loads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Dataset", "IterableDataset", "SyntheticImages"]
+
+
+class Dataset:
+    """A map-style dataset: ``__getitem__(index)`` and ``__len__()``."""
+
+    def __getitem__(self, index: int) -> Any:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+class IterableDataset:
+    """An iterable dataset: ``__iter__()``; each worker iterates its own shallow copy."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+
+class SyntheticImages(Dataset):
+    """``length`` items of a ``shape`` float32 array and an int64 label, made on demand.
+
+    Each item is a deterministic function of its index and ``seed``, normalised
+    the way an image pipeline would, so an item costs real (NumPy) work: the
+    loader has something to overlap.
+    """
+
+    def __init__(
+        self,
+        length: int = 4096,
+        shape: tuple[int, ...] = (3, 32, 32),
+        num_classes: int = 10,
+        seed: int = 0,
+    ) -> None:
+        if length < 0:
+            raise ValueError(f"length should be non-negative, got length={length}")
+        self.length = length
+        self.shape = tuple(shape)
+        self.num_classes = num_classes
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, int]:
+        if not -self.length <= index < self.length:
+            raise IndexError(f"index {index} is out of range for {self.length} items")
+        index %= self.length
+        rng = np.random.default_rng((self.seed, index))
+        raw = rng.integers(0, 256, size=self.shape, dtype=np.uint8)
+        image = (raw.astype(np.float32) / 255.0 - 0.5) / 0.25
+        return image, int(index % self.num_classes)

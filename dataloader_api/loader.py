@@ -1,0 +1,520 @@
+"""``DataLoader``: PyTorch's arguments and semantics, with worker threads."""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing.context
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from . import collate as collate_module
+from .contract import Backend, BatchStream, PoolSpec, WorkerPool
+from .errors import DataLoaderTimeoutError
+from .plan import EpochPlan, iterable_batches, make_fetch
+from .registry import resolve_backend
+from .samplers import BatchSampler, EpochSeeds, RandomSampler, SequentialSampler, derive_seed
+from .worker_info import WorkerInfo, set_worker_info
+
+__all__ = ["DataLoader", "LoaderIterator"]
+
+_START_METHODS = ("fork", "spawn", "forkserver")
+# Tags that keep the sampler's and the workers' seed streams independent.
+_SAMPLER_SEED_TAG = 0
+_WORKER_SEED_TAG = 1
+
+
+def is_iterable_dataset(dataset: Any) -> bool:
+    """PyTorch's ``IterableDataset`` (or ours), or anything iterable without ``__getitem__``."""
+    for cls in type(dataset).__mro__:
+        if cls.__name__ == "IterableDataset" and cls.__module__.split(".")[0] in (
+            "torch",
+            "dataloader_api",
+        ):
+            return True
+    return not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} should be a bool, but got {name}={value!r}")
+    return value
+
+
+def _check_callable(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} should be callable or None, but got {type(value).__name__}")
+
+
+class _Pool:
+    """A backend pool and the worker infos its threads were given."""
+
+    def __init__(self, pool: WorkerPool, infos: list[WorkerInfo]) -> None:
+        self.pool = pool
+        self.infos = infos
+
+
+class DataLoader:
+    """Loads batches from ``dataset`` on ``num_workers`` threads of one process.
+
+    The arguments are ``torch.utils.data.DataLoader``'s, checked the same way.
+    Where threads change their meaning:
+
+    - ``multiprocessing_context``: accepted (the same values torch accepts)
+      and has no effect: there are no worker processes.
+    - ``pin_memory``: torch tensors in a batch are pinned on the consumer's
+      thread when torch has an accelerator; otherwise a warning says they are
+      not (as torch does). NumPy arrays are never pinned.
+    - ``timeout``: seconds the consumer waits for one batch before
+      ``DataLoaderTimeoutError``; ``0`` waits forever.
+    - ``persistent_workers``: the worker threads live as long as the loader
+      instead of one epoch.
+
+    Added: ``backend`` (see ``dataloader_api.backends()``), ``seed`` (a
+    fixed seed for shuffling and worker seeds; exclusive with ``generator``).
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Any = None,
+        batch_sampler: Any = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        backend: str | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(
+                "num_workers option should be a non-negative int; use num_workers=0 to "
+                f"load on the calling thread, but got num_workers={num_workers!r}"
+            )
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
+            raise ValueError(f"timeout option should be non-negative, but got timeout={timeout!r}")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified with worker threads. "
+                "let num_workers > 0 to enable them, otherwise set prefetch_factor to None."
+            )
+        if num_workers > 0:
+            if prefetch_factor is None:
+                prefetch_factor = 2
+            elif (
+                isinstance(prefetch_factor, bool)
+                or not isinstance(prefetch_factor, int)
+                or prefetch_factor < 1
+            ):
+                raise ValueError(
+                    "prefetch_factor option should be a positive int, but got "
+                    f"prefetch_factor={prefetch_factor!r}"
+                )
+        if _check_bool("persistent_workers", persistent_workers) and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self._check_multiprocessing_context(multiprocessing_context, num_workers)
+        _check_callable("collate_fn", collate_fn)
+        _check_callable("worker_init_fn", worker_init_fn)
+        _check_bool("pin_memory", pin_memory)
+        _check_bool("in_order", in_order)
+        _check_bool("drop_last", drop_last)
+        if not isinstance(pin_memory_device, str):
+            raise TypeError(
+                "pin_memory_device should be a str, but got "
+                f"pin_memory_device={pin_memory_device!r}"
+            )
+        if pin_memory_device and not pin_memory:
+            raise ValueError(
+                f"pin_memory_device={pin_memory_device!r} only applies with pin_memory=True"
+            )
+        if shuffle is not None:
+            _check_bool("shuffle", shuffle)
+        if backend is not None and not isinstance(backend, str):
+            raise TypeError(f"backend should be a str or None, but got backend={backend!r}")
+        seeds = EpochSeeds(seed, generator)
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = float(timeout)
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator = generator
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self.seed = seed
+        self._worker_seeds = EpochSeeds(
+            None if generator is not None else derive_seed(seeds.base_seed, _WORKER_SEED_TAG),
+            generator,
+        )
+        self._is_iterable = is_iterable_dataset(dataset)
+
+        if self._is_iterable:
+            for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+                if value not in (None, False):
+                    raise ValueError(
+                        f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                        f"but got {name}={value!r}"
+                    )
+            if batch_sampler is not None:
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                    f"but got batch_sampler={batch_sampler!r}"
+                )
+        elif not hasattr(dataset, "__getitem__"):
+            raise TypeError(
+                "dataset should be map-style (__getitem__ and __len__) or iterable (__iter__), "
+                f"but got {type(dataset).__name__}"
+            )
+        shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                    "sampler, and drop_last"
+                )
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive "
+                "with drop_last"
+            )
+
+        if not self._is_iterable and sampler is None:
+            if shuffle:
+                sampler = RandomSampler(
+                    dataset,
+                    generator=generator,
+                    seed=None
+                    if generator is not None
+                    else derive_seed(seeds.base_seed, _SAMPLER_SEED_TAG),
+                )
+            else:
+                sampler = SequentialSampler(dataset)
+        if not self._is_iterable and batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        elif self._is_iterable and batch_size is not None:
+            BatchSampler([], batch_size, drop_last)  # same batch_size checks as map-style
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self._auto_collation = batch_sampler is not None or (
+            self._is_iterable and batch_size is not None
+        )
+        if collate_fn is None:
+            collate_fn = (
+                collate_module.default_collate
+                if self._auto_collation
+                else collate_module.default_convert
+            )
+        self.collate_fn = collate_fn
+
+        self._backend: Backend | None = None
+        if num_workers > 0 or backend is not None:
+            self._backend = resolve_backend(backend)
+        self.backend_name = getattr(self._backend, "name", None) if self._backend else None
+        self._persistent_pool: _Pool | None = None
+        self._live_iterator: weakref.ref[LoaderIterator] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._pin_checked = False
+
+    @staticmethod
+    def _check_multiprocessing_context(context: Any, num_workers: int) -> None:
+        if context is None:
+            return
+        if num_workers == 0:
+            raise ValueError(
+                "multiprocessing_context can only be used with worker threads "
+                f"(num_workers > 0), but got num_workers={num_workers}"
+            )
+        if isinstance(context, str):
+            if context not in _START_METHODS:
+                raise ValueError(
+                    "multiprocessing_context option should specify a valid start method in "
+                    f"{list(_START_METHODS)!r}, but got multiprocessing_context={context!r}"
+                )
+        elif not isinstance(context, multiprocessing.context.BaseContext):
+            raise TypeError(
+                "multiprocessing_context option must be a valid context object or a string "
+                f"specifying the start method, but got multiprocessing_context={context!r}"
+            )
+
+    @property
+    def window(self) -> int:
+        """Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``."""
+        return self.num_workers * (self.prefetch_factor or 0)
+
+    def __len__(self) -> int:
+        if self._is_iterable:
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                if self.drop_last:
+                    return length // self.batch_size
+                return -(-length // self.batch_size)
+            return length
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        return len(self.sampler)
+
+    # -- workers ----------------------------------------------------------
+
+    def _new_pool(self) -> _Pool:
+        assert self._backend is not None
+        base_seed = self._worker_seeds.next_seed()
+        infos = [
+            WorkerInfo(
+                id=worker_id,
+                num_workers=self.num_workers,
+                seed=base_seed + worker_id,
+                dataset=self._worker_dataset(),
+            )
+            for worker_id in range(self.num_workers)
+        ]
+        worker_init_fn = self.worker_init_fn
+
+        def thread_init(worker_id: int) -> None:
+            set_worker_info(infos[worker_id])
+            if worker_init_fn is not None:
+                worker_init_fn(worker_id)
+
+        spec = PoolSpec(num_threads=self.num_workers, thread_init=thread_init)
+        return _Pool(self._backend.create_pool(spec), infos)
+
+    def _worker_dataset(self) -> Any:
+        # Each worker of an iterable dataset gets its own shallow copy, as each
+        # torch worker gets its own copy: worker_init_fn may then configure
+        # worker_info.dataset for its shard. Arrays and the like stay shared.
+        if not self._is_iterable:
+            return self.dataset
+        try:
+            return copy.copy(self.dataset)
+        except Exception as error:
+            raise TypeError(
+                f"iterable dataset {type(self.dataset).__name__} cannot be shallow-copied for "
+                f"each worker thread ({error}); define __copy__ for it"
+            ) from error
+
+    def _pool_for_epoch(self) -> tuple[_Pool, bool]:
+        """The pool to run this epoch on, and whether the iterator owns it."""
+        if not self.persistent_workers:
+            return self._new_pool(), True
+        if self._persistent_pool is None:
+            self._persistent_pool = self._new_pool()
+            self._finalizer = weakref.finalize(self, self._persistent_pool.pool.close)
+        return self._persistent_pool, False
+
+    def close(self) -> None:
+        """End the current epoch and the persistent worker threads, if any."""
+        live = self._live_iterator() if self._live_iterator else None
+        if live is not None:
+            live.close()
+        if self._finalizer is not None:
+            self._finalizer()
+        self._persistent_pool = None
+
+    def __enter__(self) -> DataLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- epochs -----------------------------------------------------------
+
+    def __iter__(self) -> LoaderIterator:
+        if self.persistent_workers:
+            # One epoch at a time on the shared pool, as torch resets its iterator.
+            previous = self._live_iterator() if self._live_iterator else None
+            if previous is not None:
+                previous.close()
+        if self.num_workers == 0:
+            batches: Iterator[Any] | BatchStream = self._calling_thread_batches()
+            iterator = LoaderIterator(batches, None, self._pin, self._length_or_none())
+        else:
+            pool, owned = self._pool_for_epoch()
+            try:
+                stream = self._start_stream(pool)
+            except BaseException:
+                if owned:
+                    pool.pool.close()
+                raise
+            iterator = LoaderIterator(
+                stream, pool.pool if owned else None, self._pin, self._length_or_none()
+            )
+        self._live_iterator = weakref.ref(iterator)
+        return iterator
+
+    def _length_or_none(self) -> int | None:
+        try:
+            return len(self)
+        except TypeError:
+            return None
+
+    def _index_source(self) -> Any:
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
+
+    def _calling_thread_batches(self) -> Iterator[Any]:
+        if self._is_iterable:
+            yield from iterable_batches(
+                self.dataset, self.batch_size, self.drop_last, self.collate_fn, None
+            )
+            return
+        fetch = make_fetch(self.dataset, self._auto_collation)
+        collate = self.collate_fn
+        for job in EpochPlan(self._index_source(), self._auto_collation):
+            yield collate(fetch(job.indices))
+
+    def _start_stream(self, pool: _Pool) -> BatchStream:
+        timeout = self.timeout or None
+        if self._is_iterable:
+            infos = pool.infos
+
+            def open_stream(worker_id: int) -> Iterator[Any]:
+                info = infos[worker_id]
+                return iterable_batches(
+                    info.dataset, self.batch_size, self.drop_last, self.collate_fn, info
+                )
+
+            def on_stream_timeout(position: int) -> BaseException:
+                return DataLoaderTimeoutError(
+                    f"DataLoader timed out after {self.timeout:g} s waiting for batch "
+                    f"{position} of the iterable dataset"
+                )
+
+            return pool.pool.stream_batches(
+                open_stream,
+                self.num_workers,
+                window=self.window,
+                in_order=self.in_order,
+                timeout=timeout,
+                on_timeout=on_stream_timeout,
+            )
+
+        plan = EpochPlan(self._index_source(), self._auto_collation, memory=self.window + 1)
+
+        def on_timeout(position: int) -> BaseException:
+            indices = plan.indices_of(position)
+            which = f" (indices {indices!r})" if indices is not None else ""
+            return DataLoaderTimeoutError(
+                f"DataLoader timed out after {self.timeout:g} s waiting for batch {position}{which}"
+            )
+
+        return pool.pool.map_batches(
+            plan,
+            make_fetch(self.dataset, self._auto_collation),
+            self.collate_fn,
+            window=self.window,
+            in_order=self.in_order,
+            timeout=timeout,
+            on_timeout=on_timeout,
+        )
+
+    # -- pinning ----------------------------------------------------------
+
+    def _pin(self, batch: Any) -> Any:
+        if not self.pin_memory:
+            return batch
+        pin = _pin_function(self.pin_memory_device, warn=not self._pin_checked)
+        self._pin_checked = True
+        return pin(batch) if pin is not None else batch
+
+
+def _pin_function(device: str, warn: bool) -> Callable[[Any], Any] | None:
+    try:
+        import torch
+        from torch.utils.data._utils.pin_memory import pin_memory
+    except ImportError:
+        torch = None
+    has_accelerator = torch is not None and (
+        torch.cuda.is_available()
+        or (hasattr(torch, "accelerator") and torch.accelerator.is_available())
+    )
+    if not has_accelerator:
+        if warn:
+            warnings.warn(
+                "pin_memory=True but no accelerator is available (or torch is not installed): "
+                "batches are not pinned",
+                UserWarning,
+                stacklevel=4,
+            )
+        return None
+
+    def pin(batch: Any) -> Any:
+        return pin_memory(batch, device or None)
+
+    return pin
+
+
+class LoaderIterator:
+    """One epoch of a ``DataLoader``; closing it (or dropping it) stops its workers."""
+
+    def __init__(
+        self,
+        batches: Iterator[Any] | BatchStream,
+        owned_pool: WorkerPool | None,
+        pin: Callable[[Any], Any],
+        length: int | None,
+    ) -> None:
+        self._batches = batches
+        self._pin = pin
+        self._length = length
+        self._closed = False
+        # Runs on close(), on garbage collection and at interpreter exit.
+        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool)
+
+    def __iter__(self) -> LoaderIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        try:
+            batch = next(self._batches)
+        except StopIteration:
+            self.close()
+            raise
+        return self._pin(batch)
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError("this epoch's length is unknown (the dataset has no __len__)")
+        return self._length
+
+    def close(self) -> None:
+        """Stop loading: no new dataset call starts once this returns."""
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> LoaderIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close_all(batches: Any, pool: WorkerPool | None) -> None:
+    close = getattr(batches, "close", None)
+    try:
+        if close is not None:
+            close()
+    finally:
+        if pool is not None:
+            pool.close()

@@ -1,0 +1,90 @@
+"""The epoch plan: which indices form which batch, in which order.
+
+It is computed here, on the consumer's thread, from the sampler or batch
+sampler, so every backend and every worker count receives the same jobs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
+from itertools import islice
+from typing import Any
+
+from .contract import BatchJob
+from .worker_info import WorkerInfo, acting_as
+
+
+class EpochPlan:
+    """The jobs of one epoch, produced lazily from the index source.
+
+    It remembers the last ``memory`` jobs handed out, so an error about a
+    batch can name its indices.
+    """
+
+    def __init__(self, index_source: Iterable[Any], batched: bool, memory: int = 1) -> None:
+        self._source = index_source
+        self._batched = batched
+        self._recent: deque[BatchJob] = deque(maxlen=max(1, memory))
+
+    def __iter__(self) -> Iterator[BatchJob]:
+        for position, indices in enumerate(self._source):
+            job = BatchJob(position, list(indices) if self._batched else indices)
+            self._recent.append(job)
+            yield job
+
+    def indices_of(self, position: int) -> Any:
+        """The indices of batch ``position`` if it is still remembered, else None."""
+        for job in self._recent:
+            if job.position == position:
+                return job.indices
+        return None
+
+
+def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
+    """The callable that turns a job's indices into samples."""
+    if not batched:
+        return dataset.__getitem__  # type: ignore[no-any-return]
+    getitems = getattr(dataset, "__getitems__", None)
+    if getitems is not None:
+        return getitems  # type: ignore[no-any-return]
+
+    def fetch(indices: list[int]) -> list[Any]:
+        return [dataset[i] for i in indices]
+
+    return fetch
+
+
+def iterable_batches(
+    dataset: Any,
+    batch_size: int | None,
+    drop_last: bool,
+    collate: Callable[[Any], Any],
+    info: WorkerInfo | None,
+) -> Iterator[Any]:
+    """One worker's stream of batches from an iterable dataset.
+
+    Every step into the user's iterator runs as worker ``info`` (or as the
+    main thread when ``info`` is None), whichever thread advances it.
+    """
+
+    def as_worker() -> Any:
+        return acting_as(info) if info is not None else nullcontext()
+
+    with as_worker():
+        items = iter(dataset)
+    while True:
+        with as_worker():
+            if batch_size is None:
+                try:
+                    sample = next(items)
+                except StopIteration:
+                    return
+                batch = collate(sample)
+            else:
+                chunk = list(islice(items, batch_size))
+                if not chunk or (drop_last and len(chunk) < batch_size):
+                    return
+                batch = collate(chunk)
+        yield batch

@@ -1,0 +1,58 @@
+"""Finding installed backends and choosing one."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import EntryPoint, entry_points
+
+from .contract import Backend
+
+ENTRY_POINT_GROUP = "dataloader_api.backends"
+ENV_VAR = "DATALOADER_BACKEND"
+# Fastest first: the default is the first of these that is installed.
+PREFERENCE = ("rust", "cffi", "threads")
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def backends() -> list[str]:
+    """Names of the installed backends, the default (fastest) first."""
+    names = set(_entry_points())
+    ranked = [name for name in PREFERENCE if name in names]
+    return ranked + sorted(names - set(PREFERENCE))
+
+
+def resolve_backend(name: str | None = None) -> Backend:
+    """The backend named by ``name``, else ``$DATALOADER_BACKEND``, else the default."""
+    installed = _entry_points()
+    source = "backend"
+    if name is None:
+        env = os.environ.get(ENV_VAR, "").strip()
+        if env:
+            name, source = env, ENV_VAR
+    if name is None:
+        ranked = backends()
+        if not ranked:
+            raise RuntimeError(
+                f"no dataloader_api backend is installed (entry-point group "
+                f"{ENTRY_POINT_GROUP!r}); install one, e.g. `pip install dataloader-threads`"
+            )
+        name = ranked[0]
+    if not isinstance(name, str):
+        raise TypeError(f"backend must be a str or None, got {type(name).__name__}")
+    if name not in installed:
+        listed = ", ".join(repr(n) for n in backends()) or "none"
+        raise ValueError(
+            f"{source}={name!r} is not an installed dataloader_api backend; "
+            f"installed backends: {listed}"
+        )
+    loaded = installed[name].load()
+    backend = loaded() if isinstance(loaded, type) else loaded
+    if not callable(getattr(backend, "create_pool", None)):
+        raise TypeError(
+            f"backend {name!r} ({installed[name].value}) does not implement "
+            "dataloader_api.contract.Backend: it has no create_pool()"
+        )
+    return backend  # type: ignore[no-any-return]

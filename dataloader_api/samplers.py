@@ -1,0 +1,353 @@
+"""Samplers with PyTorch's names, arguments and checks.
+
+Random samplers draw one seed per epoch (one per ``iter()``), so every epoch
+is reshuffled while a fixed ``seed`` replays the same sequence of epochs on
+every run, every backend and every worker count.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from . import torch_random
+
+__all__ = [
+    "BatchSampler",
+    "DistributedSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
+
+T = TypeVar("T")
+_SEED_MASK = 2**63 - 1
+
+
+class Sampler(Generic[T]):
+    """Base class: an iterable of indices (or of index lists, for batch samplers)."""
+
+    def __iter__(self) -> Iterator[T]:
+        raise NotImplementedError
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+class EpochSeeds:
+    """One seed per epoch, from a fixed ``seed``, a user's generator, or OS entropy.
+
+    ``generator`` may be a ``torch.Generator``, a ``numpy.random.Generator`` or
+    a ``random.Random``; its state advances by one draw per epoch.
+    """
+
+    def __init__(self, seed: int | None = None, generator: Any = None) -> None:
+        if seed is not None and generator is not None:
+            raise ValueError("seed and generator are mutually exclusive; pass one of them")
+        if seed is not None and not _is_int(seed):
+            raise TypeError(f"seed should be an int or None, but got seed={seed!r}")
+        if generator is not None and not _generator_kind(generator):
+            raise TypeError(
+                "generator should be a torch.Generator, numpy.random.Generator or "
+                f"random.Random, but got {type(generator).__name__}"
+            )
+        self.generator = generator
+        self.base_seed = int(seed) if seed is not None else secrets.randbits(63)
+        self.epoch = 0
+
+    def next_seed(self) -> int:
+        """The seed of the next epoch."""
+        epoch = self.epoch
+        self.epoch += 1
+        if self.generator is not None:
+            return _draw(self.generator)
+        return derive_seed(self.base_seed, epoch)
+
+
+def derive_seed(*words: int) -> int:
+    """A well-mixed 63-bit seed from integers (SeedSequence hashing)."""
+    entropy = [w & _SEED_MASK for w in words]
+    state = np.random.SeedSequence(entropy).generate_state(1, np.uint64)
+    return int(state[0]) & _SEED_MASK
+
+
+def _generator_kind(generator: Any) -> str | None:
+    if isinstance(generator, np.random.Generator):
+        return "numpy"
+    if isinstance(generator, random.Random):
+        return "random"
+    if type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator":
+        return "torch"
+    return None
+
+
+def _draw(generator: Any) -> int:
+    kind = _generator_kind(generator)
+    if kind == "numpy":
+        return int(generator.integers(0, 2**63))
+    if kind == "random":
+        return int(generator.getrandbits(63))
+    import torch  # a torch.Generator implies torch is installed
+
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item()) & _SEED_MASK
+
+
+class SequentialSampler(Sampler[int]):
+    """``0, 1, ..., len(data_source) - 1``."""
+
+    def __init__(self, data_source: Sized) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler[int]):
+    """A new permutation every epoch, or ``num_samples`` draws with replacement."""
+
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Any = None,
+        *,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        if num_samples is not None and (not _is_int(num_samples) or num_samples <= 0):
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.seeds = EpochSeeds(seed, generator)
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else int(self._num_samples)
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.data_source)
+        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
+        count = self.num_samples
+        if self.replacement:
+            if n == 0:
+                raise ValueError(
+                    "RandomSampler with replacement=True needs a non-empty data_source"
+                )
+            return iter(rng.integers(0, n, size=count).tolist())
+        out: list[int] = []
+        while len(out) < count and n > 0:
+            out.extend(rng.permutation(n)[: count - len(out)].tolist())
+        return iter(out)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler[int]):
+    """The given indices in a new random order every epoch."""
+
+    def __init__(
+        self, indices: Sequence[int], generator: Any = None, *, seed: int | None = None
+    ) -> None:
+        self.indices = indices
+        self.seeds = EpochSeeds(seed, generator)
+
+    def __iter__(self) -> Iterator[int]:
+        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
+        return iter([self.indices[i] for i in rng.permutation(len(self.indices)).tolist()])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler[int]):
+    """``num_samples`` indices drawn with probability proportional to ``weights``."""
+
+    def __init__(
+        self,
+        weights: Sequence[float] | np.ndarray,
+        num_samples: int,
+        replacement: bool = True,
+        generator: Any = None,
+        *,
+        seed: int | None = None,
+    ) -> None:
+        if not _is_int(num_samples) or num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        array = np.asarray(weights, dtype=np.float64)
+        if array.ndim != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {tuple(array.shape)}"
+            )
+        if array.size == 0 or not np.all(np.isfinite(array)) or np.any(array < 0):
+            raise ValueError("weights must be a non-empty sequence of finite, non-negative numbers")
+        total = float(array.sum())
+        if total <= 0:
+            raise ValueError("weights must not all be zero")
+        if not replacement and num_samples > int(np.count_nonzero(array)):
+            raise ValueError(
+                f"num_samples={num_samples} exceeds the {int(np.count_nonzero(array))} indices "
+                "with non-zero weight, which is impossible with replacement=False"
+            )
+        self.weights = array
+        self.num_samples = int(num_samples)
+        self.replacement = replacement
+        self._probabilities = array / total
+        self.seeds = EpochSeeds(seed, generator)
+
+    def __iter__(self) -> Iterator[int]:
+        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
+        drawn = rng.choice(
+            len(self.weights),
+            size=self.num_samples,
+            replace=self.replacement,
+            p=self._probabilities,
+        )
+        return iter(drawn.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler(Sampler[list[int]]):
+    """Groups the indices of ``sampler`` into lists of ``batch_size``."""
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
+        if not _is_int(batch_size) or batch_size <= 0:
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = int(batch_size)
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        size = len(self.sampler)  # type: ignore[arg-type]
+        if self.drop_last:
+            return size // self.batch_size
+        return (size + self.batch_size - 1) // self.batch_size
+
+
+def _distributed_defaults(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
+    if num_replicas is not None and rank is not None:
+        return num_replicas, rank
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        dist = None
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError(
+            "DistributedSampler needs num_replicas and rank, or an initialised "
+            "torch.distributed process group to take them from"
+        )
+    return (
+        dist.get_world_size() if num_replicas is None else num_replicas,
+        dist.get_rank() if rank is None else rank,
+    )
+
+
+class DistributedSampler(Sampler[int]):
+    """The shard of one rank, index for index equal to ``torch.utils.data.DistributedSampler``.
+
+    The shuffle is torch's own (``randperm`` seeded with ``seed + epoch``),
+    reproduced without torch; call ``set_epoch(e)`` before each epoch.
+    """
+
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        num_replicas, rank = _distributed_defaults(num_replicas, rank)
+        if not _is_int(num_replicas) or num_replicas <= 0:
+            raise ValueError(
+                f"num_replicas should be a positive integer, but got num_replicas={num_replicas}"
+            )
+        if not _is_int(rank) or rank >= num_replicas or rank < 0:
+            raise ValueError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+            )
+        if not _is_int(seed):
+            raise TypeError(f"seed should be an int, but got seed={seed!r}")
+        self.dataset = dataset
+        self.num_replicas = int(num_replicas)
+        self.rank = int(rank)
+        self.epoch = 0
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+
+    @property
+    def num_samples(self) -> int:
+        n = len(self.dataset)
+        if self.drop_last and n % self.num_replicas != 0:
+            return math.ceil((n - self.num_replicas) / self.num_replicas)
+        return math.ceil(n / self.num_replicas)
+
+    @property
+    def total_size(self) -> int:
+        return self.num_samples * self.num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.dataset)
+        if self.shuffle:
+            indices = torch_random.randperm(n, self.seed + self.epoch)
+        else:
+            indices = list(range(n))
+        total = self.total_size
+        if not self.drop_last:
+            padding = total - len(indices)
+            if padding <= len(indices):
+                indices += indices[:padding]
+            elif indices:
+                indices += (indices * math.ceil(padding / len(indices)))[:padding]
+        else:
+            indices = indices[:total]
+        return iter(indices[self.rank : total : self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Reshuffle for ``epoch``: every rank must call it with the same value."""
+        self.epoch = epoch

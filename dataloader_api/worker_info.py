@@ -1,0 +1,52 @@
+"""``get_worker_info()``: what a worker thread knows about itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Same fields as ``torch.utils.data.get_worker_info()``'s result.
+
+    ``seed`` is ``base_seed + id``, where ``base_seed`` is drawn from the
+    loader's seed or generator for each pool of workers.
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+
+
+_current = threading.local()
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """The calling worker thread's info, or ``None`` outside a worker (as in PyTorch)."""
+    info: WorkerInfo | None = getattr(_current, "info", None)
+    return info
+
+
+def set_worker_info(info: WorkerInfo | None) -> None:
+    """Install ``info`` for the calling thread (run by ``PoolSpec.thread_init``)."""
+    _current.info = info
+
+
+@contextmanager
+def acting_as(info: WorkerInfo) -> Iterator[None]:
+    """Make the calling thread report ``info`` for the duration of the block.
+
+    Iterable streams use it so that stream ``i`` sees worker ``i``'s info on
+    whatever pool thread advances it.
+    """
+    previous = get_worker_info()
+    _current.info = info
+    try:
+        yield
+    finally:
+        _current.info = previous
