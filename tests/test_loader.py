@@ -1,0 +1,374 @@
+"""Loading through the selected backend: the batches a user gets, errors, timeouts."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import numpy as np
+import pytest
+from conftest import CallLog, wait_until
+
+from dataloader_api import (
+    DataLoader,
+    DataLoaderTimeoutError,
+    IterableDataset,
+    SyntheticImages,
+    get_worker_info,
+)
+
+
+def as_lists(loader):
+    return [batch.tolist() for batch in loader]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
+@pytest.mark.parametrize(
+    ("length", "batch_size", "drop_last"),
+    [(0, 4, False), (1, 4, False), (10, 3, False), (10, 3, True), (12, 4, True)],
+)
+def test_batches_equal_the_sequential_plan(num_workers, length, batch_size, drop_last):
+    loader = DataLoader(
+        list(range(length)), batch_size=batch_size, drop_last=drop_last, num_workers=num_workers
+    )
+    indices = list(range(length))
+    expected = [indices[i : i + batch_size] for i in range(0, length, batch_size)]
+    if drop_last:
+        expected = [b for b in expected if len(b) == batch_size]
+    assert as_lists(loader) == expected
+    assert len(loader) == len(expected)
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 4])
+def test_same_seed_same_batches_for_every_worker_count(num_workers):
+    def epochs(workers):
+        loader = DataLoader(
+            list(range(57)), batch_size=5, shuffle=True, seed=11, num_workers=workers
+        )
+        return [as_lists(loader) for _ in range(3)]
+
+    reference = epochs(0)
+    assert epochs(num_workers) == reference
+    assert reference[0] != reference[1]  # reshuffled every epoch
+    assert sorted(i for batch in reference[0] for i in batch) == list(range(57))
+
+
+def test_batch_size_none_yields_converted_samples():
+    loader = DataLoader([{"x": 1}, {"x": 2}], batch_size=None, num_workers=2)
+    assert list(loader) == [{"x": 1}, {"x": 2}]
+
+
+def test_batch_sampler_and_getitems_are_used():
+    class Batched:
+        def __init__(self):
+            self.batches = []
+
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            raise AssertionError("__getitems__ should be used")
+
+        def __getitems__(self, indices):
+            self.batches.append(list(indices))
+            return [i * 10 for i in indices]
+
+    data = Batched()
+    loader = DataLoader(data, batch_sampler=[[5, 0], [2], [1, 3, 4]], num_workers=2)
+    assert as_lists(loader) == [[50, 0], [20], [10, 30, 40]]
+    assert sorted(map(tuple, data.batches)) == [(1, 3, 4), (2,), (5, 0)]
+
+
+def test_numpy_items_are_stacked():
+    loader = DataLoader(SyntheticImages(20, shape=(3, 8, 8)), batch_size=8, num_workers=2)
+    images, labels = next(iter(loader))
+    assert images.shape == (8, 3, 8, 8) and images.dtype == np.float32
+    assert labels.dtype == np.int64 and labels.tolist() == list(range(8))
+
+
+def test_unordered_delivery_does_not_wait_for_a_slow_batch():
+    data = CallLog(40, slow={0: 1.0})
+    loader = DataLoader(data, batch_size=1, num_workers=2, in_order=False)
+    start = time.monotonic()
+    got = []
+    it = iter(loader)
+    got.append(next(it).tolist()[0])
+    first_wait = time.monotonic() - start
+    got += [b.tolist()[0] for b in it]
+    assert sorted(got) == list(range(40))
+    assert got[0] != 0 and first_wait < 0.9
+
+
+def test_window_stays_bounded_behind_a_slow_batch():
+    data = CallLog(200, slow={3: 0.5})
+    loader = DataLoader(data, batch_size=2, num_workers=2, prefetch_factor=2)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1]
+    time.sleep(0.7)  # consumer stalls; the slow batch finishes meanwhile
+    started_batches = {i // 2 for i in data.calls}
+    # 1 batch consumed and a window of 2 * 2: batches 0..4 at most were started
+    assert max(started_batches) == 4
+    it.close()
+
+
+class Boom(Exception):
+    pass
+
+
+class FailsAt:
+    def __init__(self, bad):
+        self.bad = bad
+
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            raise Boom(f"item {i} is broken")
+        return i
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataset_error_reaches_the_consumer_with_its_traceback(num_workers):
+    loader = DataLoader(FailsAt(5), batch_size=2, num_workers=num_workers)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1] and next(it).tolist() == [2, 3]
+    with pytest.raises(Boom, match="item 5 is broken") as info:
+        next(it)
+    frames = [frame.name for frame in traceback.extract_tb(info.value.__traceback__)]
+    assert "__getitem__" in frames
+    it.close()
+    # the loader stays usable for the next epoch
+    loader.dataset.bad = -1
+    assert as_lists(loader) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_stream_continues_after_an_error_like_torch():
+    it = iter(DataLoader(FailsAt(2), batch_size=2, num_workers=2))
+    assert next(it).tolist() == [0, 1]
+    with pytest.raises(Boom):
+        next(it)
+    assert [b.tolist() for b in it] == [[4, 5], [6, 7], [8, 9]]
+
+
+def test_collate_error_propagates():
+    def bad_collate(batch):
+        raise ValueError("cannot collate this")
+
+    with pytest.raises(ValueError, match="cannot collate this"):
+        list(DataLoader(range(4), batch_size=2, num_workers=2, collate_fn=bad_collate))
+
+
+def test_timeout_names_the_batch():
+    data = CallLog(10, slow={4: 3.0})
+    loader = DataLoader(data, batch_size=2, num_workers=2, timeout=0.3)
+    it = iter(loader)
+    next(it), next(it)
+    start = time.monotonic()
+    with pytest.raises(
+        DataLoaderTimeoutError, match=r"0.3 s waiting for batch 2 \(indices \[4, 5\]\)"
+    ):
+        next(it)
+    assert time.monotonic() - start < 1.5
+    assert isinstance(DataLoaderTimeoutError("x"), RuntimeError)
+
+
+def test_worker_info_and_worker_init_fn_run_on_each_thread():
+    seen = {}
+    inits = []
+    lock = threading.Lock()
+
+    def init(worker_id):
+        with lock:
+            inits.append((worker_id, threading.get_ident()))
+
+    class Probe:
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            info = get_worker_info()
+            with lock:
+                seen.setdefault(threading.get_ident(), set()).add((info.id, info.num_workers))
+            time.sleep(0.001)
+            return i
+
+    loader = DataLoader(Probe(), batch_size=2, num_workers=3, worker_init_fn=init, seed=4)
+    assert sum(len(b) for b in loader) == 64
+    assert sorted(w for w, _ in inits) == [0, 1, 2]
+    by_thread = dict((t, w) for w, t in inits)
+    for thread, pairs in seen.items():
+        assert pairs == {(by_thread[thread], 3)}
+    assert get_worker_info() is None
+
+
+def test_worker_seeds_follow_the_loader_seed():
+    def seeds(seed):
+        got = []
+        lock = threading.Lock()
+
+        def init(worker_id):
+            with lock:
+                got.append(get_worker_info().seed - worker_id)
+
+        list(DataLoader(range(4), num_workers=2, worker_init_fn=init, seed=seed))
+        return got
+
+    a, b = seeds(1), seeds(1)
+    assert len(set(a)) == 1 and a == b and seeds(2) != a
+
+
+class Shards(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
+def test_torch_sharding_idiom_yields_every_item_once(num_workers):
+    loader = DataLoader(Shards(23), batch_size=4, num_workers=num_workers)
+    items = [i for batch in as_lists(loader) for i in batch]
+    assert sorted(items) == list(range(23))
+
+
+def test_iterable_in_order_is_round_robin_over_workers():
+    loader = DataLoader(Shards(10), batch_size=2, num_workers=2)
+    assert as_lists(loader) == [[0, 2], [1, 3], [4, 6], [5, 7], [8], [9]]
+
+
+def test_worker_init_fn_can_configure_its_copy_of_an_iterable_dataset():
+    class Range(IterableDataset):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            return iter(range(self.start, self.end))
+
+    def split(worker_id):
+        info = get_worker_info()
+        dataset = info.dataset
+        per_worker = (dataset.end - dataset.start) // info.num_workers
+        dataset.start, dataset.end = worker_id * per_worker, (worker_id + 1) * per_worker
+
+    dataset = Range(0, 8)
+    loader = DataLoader(dataset, batch_size=None, num_workers=2, worker_init_fn=split)
+    assert sorted(int(x) for x in loader) == list(range(8))
+    assert (dataset.start, dataset.end) == (0, 8)  # the user's object is untouched
+
+
+def test_iterable_error_ends_only_that_stream():
+    class Flaky(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            for i in range(3):
+                if info.id == 1 and i == 1:
+                    raise Boom("stream 1 broke")
+                yield info.id * 100 + i
+
+    it = iter(DataLoader(Flaky(), batch_size=None, num_workers=2))
+    got = []
+    with pytest.raises(Boom):
+        for x in it:
+            got.append(int(x))
+    got += [int(x) for x in it]
+    assert sorted(got) == [0, 1, 2, 100]
+
+
+def test_persistent_workers_keep_their_threads_across_epochs():
+    idents = []
+    loader = DataLoader(
+        range(8),
+        batch_size=2,
+        num_workers=2,
+        persistent_workers=True,
+        worker_init_fn=lambda w: idents.append(threading.get_ident()),
+    )
+    for _ in range(3):
+        assert as_lists(loader) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert len(idents) == 2
+    loader.close()
+
+
+def test_thread_local_persists_across_items_on_a_worker():
+    local = threading.local()
+    states = []
+
+    class Local:
+        def __len__(self):
+            return 50
+
+        def __getitem__(self, i):
+            if not hasattr(local, "token"):
+                local.token = object()
+                states.append(local.token)
+            return i
+
+    loader = DataLoader(Local(), batch_size=1, num_workers=2, persistent_workers=True)
+    list(loader), list(loader)
+    assert 1 <= len(states) <= 2
+    loader.close()
+
+
+def test_new_epoch_on_persistent_pool_ends_the_previous_iterator():
+    loader = DataLoader(range(10), batch_size=2, num_workers=2, persistent_workers=True)
+    old = iter(loader)
+    next(old)
+    assert as_lists(loader) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert list(old) == []
+    loader.close()
+
+
+def test_close_stops_dataset_calls(no_leaked_threads):
+    data = CallLog(1000, delay=0.002)
+    it = iter(DataLoader(data, batch_size=4, num_workers=2))
+    next(it)
+    it.close()
+    count = len(data.calls)
+    time.sleep(0.1)
+    assert len(data.calls) == count
+    assert count <= 4 * (1 + 2 * 2)
+
+
+@pytest.mark.parametrize("how", ["break", "del", "gc"])
+def test_abandoning_an_epoch_ends_the_workers(how, no_leaked_threads):
+    import gc
+
+    data = CallLog(1000, delay=0.001)
+    loader = DataLoader(data, batch_size=4, num_workers=2)
+    if how == "break":
+        for _ in loader:
+            break
+    else:
+        it = iter(loader)
+        next(it)
+        if how == "gc":
+            cycle = [it]
+            cycle.append(cycle)
+            del cycle
+        del it
+        gc.collect()
+    count = len(data.calls)
+    assert wait_until(lambda: len(data.calls) == count, 1.0)
+
+
+def test_keyboard_interrupt_while_waiting_is_raised_promptly(no_leaked_threads):
+    import _thread
+
+    data = CallLog(10, slow={0: 2.0})
+    it = iter(DataLoader(data, batch_size=1, num_workers=2))
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    assert time.monotonic() - start < 1.0
+    it.close()
+    timer.join()
+    # the busy worker finishes its item (2 s) before the threads can end
+    assert wait_until(lambda: len(data.calls) <= 10, 3.0)

@@ -1,0 +1,65 @@
+"""Backend discovery and selection."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+import dataloader_api
+from dataloader_api import DataLoader, backends, registry, resolve_backend
+
+
+def test_installed_backends_are_listed_fastest_first():
+    names = backends()
+    assert "threads" in names
+    ranked = [n for n in registry.PREFERENCE if n in names]
+    assert names[: len(ranked)] == ranked
+
+
+def test_default_is_the_first_installed(monkeypatch):
+    monkeypatch.delenv("DATALOADER_BACKEND", raising=False)
+    assert resolve_backend().name == backends()[0]
+
+
+def test_environment_variable_selects(monkeypatch):
+    monkeypatch.setenv("DATALOADER_BACKEND", "threads")
+    assert resolve_backend().name == "threads"
+    monkeypatch.setenv("DATALOADER_BACKEND", "nope")
+    with pytest.raises(
+        ValueError, match=r"DATALOADER_BACKEND='nope' is not an installed .*'threads'"
+    ):
+        resolve_backend()
+
+
+def test_argument_wins_over_environment(monkeypatch):
+    monkeypatch.setenv("DATALOADER_BACKEND", "nope")
+    assert DataLoader([1], num_workers=1, backend="threads").backend_name == "threads"
+
+
+def test_unknown_backend_lists_installed(monkeypatch):
+    with pytest.raises(
+        ValueError, match=r"backend='cuda' is not an installed .*installed backends:"
+    ):
+        DataLoader([1], num_workers=1, backend="cuda")
+
+
+def test_no_backend_installed_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("DATALOADER_BACKEND", raising=False)
+    monkeypatch.setattr(registry, "_entry_points", lambda: {})
+    with pytest.raises(RuntimeError, match="no dataloader_api backend is installed"):
+        resolve_backend()
+    # loading on the calling thread needs no backend
+    assert [b.tolist() for b in DataLoader([1, 2], batch_size=2)] == [[1, 2]]
+
+
+def test_an_entry_point_that_is_not_a_backend_is_rejected(monkeypatch):
+    fake = importlib.metadata.EntryPoint("fake", "builtins:dict", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: {"fake": fake})
+    with pytest.raises(TypeError, match=r"does not implement dataloader_api\.contract\.Backend"):
+        resolve_backend("fake")
+
+
+def test_public_api_is_exported():
+    for name in dataloader_api.__all__:
+        assert hasattr(dataloader_api, name), name

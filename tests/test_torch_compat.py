@@ -1,0 +1,133 @@
+"""Drop-in checks against PyTorch itself; skipped where torch is not installed
+(`nox -s torch_parity` installs it)."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed; run `nox -s torch_parity`")
+from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
+from torch.utils.data import Dataset as TorchDataset  # noqa: E402
+from torch.utils.data import IterableDataset as TorchIterableDataset  # noqa: E402
+from torch.utils.data import get_worker_info as torch_get_worker_info  # noqa: E402
+
+from dataloader_api import DataLoader, default_collate, get_worker_info, torch_collate  # noqa: E402
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def to_numpy(value):
+    """torch's batch with tensors turned into arrays, for comparison with ours."""
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    if isinstance(value, Pair):
+        return Pair(*(to_numpy(v) for v in value))
+    if isinstance(value, list):
+        return [to_numpy(v) for v in value]
+    return value
+
+
+def assert_same(ours, theirs):
+    if isinstance(theirs, np.ndarray):
+        assert isinstance(ours, np.ndarray)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
+    elif isinstance(theirs, dict):
+        assert type(ours) is type(theirs) and ours.keys() == theirs.keys()
+        for key in theirs:
+            assert_same(ours[key], theirs[key])
+    elif isinstance(theirs, list | tuple):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs)
+        for a, b in zip(ours, theirs, strict=True):
+            assert_same(a, b)
+    else:
+        assert ours == theirs
+
+
+SAMPLES = [
+    [1, 2, 3],
+    [1.5, 2.5],
+    [True, False],
+    [np.float32(1), np.float32(2)],
+    [np.arange(6, dtype=np.int32).reshape(2, 3), np.ones((2, 3), np.int32)],
+    [
+        {"x": np.zeros(2, np.float32), "y": 1, "s": "a"},
+        {"x": np.ones(2, np.float32), "y": 2, "s": "b"},
+    ],
+    [(1, 2.0), (3, 4.0)],
+    [[1, 2], [3, 4]],
+    [Pair(1, np.zeros(1)), Pair(2, np.ones(1))],
+    ["a", "b"],
+]
+
+
+@pytest.mark.parametrize("batch", SAMPLES, ids=range(len(SAMPLES)))
+def test_default_collate_has_torchs_structure_and_dtypes(batch):
+    assert_same(default_collate(batch), to_numpy(torch.utils.data.default_collate(batch)))
+
+
+def test_tensors_are_stacked_with_torch():
+    batch = default_collate([torch.zeros(2), torch.ones(2)])
+    assert isinstance(batch, torch.Tensor) and batch.shape == (2, 2)
+    assert isinstance(torch_collate([np.zeros(2), np.ones(2)]), torch.Tensor)
+
+
+class Squares(TorchDataset):
+    def __len__(self):
+        return 23
+
+    def __getitem__(self, i):
+        return {"i": i, "sq": np.array([i * i], dtype=np.int64)}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"batch_size": 4},
+        {"batch_size": 5, "drop_last": True},
+        {"batch_size": None},
+        {"batch_sampler": [[3, 1], [0], [2, 4]]},
+    ],
+)
+def test_batches_equal_torchs_for_a_torch_dataset(kwargs):
+    ours = list(DataLoader(Squares(), num_workers=2, **kwargs))
+    theirs = [to_numpy(b) for b in TorchDataLoader(Squares(), num_workers=0, **kwargs)]
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        if kwargs.get("batch_size", 1) is None:
+            assert a["i"] == b["i"] and a["sq"].tolist() == b["sq"].tolist()
+        else:
+            assert_same(a, b)
+
+
+class TorchShards(TorchIterableDataset):
+    """The idiom from torch's IterableDataset documentation."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        info = get_worker_info() or torch_get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per_worker = -(-(self.end - self.start) // info.num_workers)
+        start = self.start + info.id * per_worker
+        return iter(range(start, min(start + per_worker, self.end)))
+
+
+def test_torch_iterable_dataset_is_sharded_like_torch():
+    ours = [x.tolist() for x in DataLoader(TorchShards(3, 7), num_workers=2)]
+    theirs = [x.tolist() for x in TorchDataLoader(TorchShards(3, 7), num_workers=2)]
+    assert ours == theirs == [[3], [5], [4], [6]]
+
+
+def test_torch_generator_drives_shuffling():
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    a = [b.tolist() for b in DataLoader(range(20), batch_size=5, shuffle=True, generator=g1)]
+    b = [b.tolist() for b in DataLoader(range(20), batch_size=5, shuffle=True, generator=g2)]
+    assert a == b and sorted(i for batch in a for i in batch) == list(range(20))

@@ -1,0 +1,144 @@
+"""Argument checks: PyTorch's rules, messages that name the arguments."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from dataloader_api import DataLoader, IterableDataset, RandomSampler, SequentialSampler
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        return iter(range(5))
+
+
+DATA = list(range(10))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"num_workers": -1}, ValueError, "num_workers option should be a non-negative int"),
+        ({"num_workers": 1.5}, ValueError, "num_workers"),
+        ({"timeout": -1}, ValueError, "timeout option should be non-negative"),
+        ({"prefetch_factor": 2}, ValueError, "prefetch_factor option could only be specified"),
+        ({"num_workers": 1, "prefetch_factor": 0}, ValueError, "prefetch_factor option should be"),
+        (
+            {"persistent_workers": True},
+            ValueError,
+            "persistent_workers option needs num_workers > 0",
+        ),
+        (
+            {"sampler": SequentialSampler(DATA), "shuffle": True},
+            ValueError,
+            "sampler option is mutually exclusive with shuffle",
+        ),
+        (
+            {"batch_sampler": [[0, 1]], "batch_size": 2},
+            ValueError,
+            "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+            "and drop_last",
+        ),
+        ({"batch_sampler": [[0, 1]], "drop_last": True}, ValueError, "mutually exclusive"),
+        ({"batch_sampler": [[0, 1]], "shuffle": True}, ValueError, "mutually exclusive"),
+        (
+            {"batch_size": None, "drop_last": True},
+            ValueError,
+            "batch_size=None option disables auto-batching and is mutually exclusive "
+            "with drop_last",
+        ),
+        ({"batch_size": 0}, ValueError, "batch_size should be a positive integer value"),
+        ({"batch_size": True}, ValueError, "batch_size should be a positive integer value"),
+        ({"drop_last": 1}, TypeError, "drop_last should be a bool"),
+        ({"shuffle": "yes"}, TypeError, "shuffle should be a bool"),
+        (
+            {"multiprocessing_context": "spawn"},
+            ValueError,
+            "multiprocessing_context can only be used with worker threads",
+        ),
+        (
+            {"num_workers": 1, "multiprocessing_context": "thread"},
+            ValueError,
+            "multiprocessing_context option should specify a valid start method",
+        ),
+        ({"num_workers": 1, "multiprocessing_context": 3}, TypeError, "multiprocessing_context"),
+        ({"collate_fn": 3}, TypeError, "collate_fn should be callable"),
+        ({"worker_init_fn": "f"}, TypeError, "worker_init_fn should be callable"),
+        ({"pin_memory_device": "cuda"}, ValueError, "only applies with pin_memory=True"),
+        ({"in_order": None}, TypeError, "in_order should be a bool"),
+        ({"seed": 1, "generator": RandomSampler(DATA)}, ValueError, "mutually exclusive"),
+        ({"seed": "1"}, TypeError, "seed should be an int"),
+        ({"generator": object()}, TypeError, "generator should be a torch.Generator"),
+        ({"backend": 3}, TypeError, "backend should be a str"),
+        ({"backend": "no-such-backend"}, ValueError, "installed backends:"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        DataLoader(DATA, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["shuffle", "sampler", "batch_sampler"])
+def test_iterable_dataset_rejects_sampling_options(name):
+    value = {"shuffle": True, "sampler": [0], "batch_sampler": [[0]]}[name]
+    with pytest.raises(ValueError, match=f"expected unspecified {name} option"):
+        DataLoader(Stream(), **{name: value})
+
+
+def test_object_without_getitem_or_iter_is_rejected():
+    with pytest.raises(TypeError, match=r"map-style .* or iterable"):
+        DataLoader(42)
+
+
+def test_multiprocessing_context_is_accepted_with_workers():
+    loader = DataLoader(DATA, num_workers=1, multiprocessing_context="spawn")
+    assert [b.tolist() for b in loader] == [[i] for i in DATA]
+    loader = DataLoader(
+        DATA, num_workers=1, multiprocessing_context=multiprocessing.get_context("spawn")
+    )
+    assert len(list(loader)) == 10
+
+
+def test_pin_memory_without_accelerator_warns_instead_of_ignoring():
+    loader = DataLoader(DATA, batch_size=5, pin_memory=True)
+    with pytest.warns(UserWarning, match="not pinned"):
+        batches = list(loader)
+    assert [b.tolist() for b in batches] == [DATA[:5], DATA[5:]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "length"),
+    [
+        ({}, 10),
+        ({"batch_size": 3}, 4),
+        ({"batch_size": 3, "drop_last": True}, 3),
+        ({"batch_size": None}, 10),
+        ({"batch_sampler": [[0, 1], [2]]}, 2),
+        ({"sampler": RandomSampler(DATA, replacement=True, num_samples=7), "batch_size": 2}, 4),
+    ],
+)
+def test_len_matches_torch(kwargs, length):
+    assert len(DataLoader(DATA, **kwargs)) == length
+
+
+class SizedStream(IterableDataset):
+    def __iter__(self):
+        return iter(range(10))
+
+    def __len__(self):
+        return 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "length"),
+    [({"batch_size": 3}, 4), ({"batch_size": 3, "drop_last": True}, 3), ({"batch_size": None}, 10)],
+)
+def test_len_of_iterable_dataset(kwargs, length):
+    assert len(DataLoader(SizedStream(), **kwargs)) == length
+
+
+def test_len_of_unsized_iterable_is_a_type_error():
+    with pytest.raises(TypeError):
+        len(DataLoader(Stream()))
