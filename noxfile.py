@@ -1,0 +1,143 @@
+"""Sessions: tests (the CPython matrix), lint, demo, torch_parity, provision.
+
+The matrix is every CPython of MATRIX found on this machine. pyenv's
+interpreters are visible to nox only when PYENV_VERSION lists them, so this
+file sets it; a free-threaded 3.13t that is missing is built first by
+scripts/provision-freethreaded.sh (set DATALOADER_NO_PROVISION=1 to skip).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
+REQUIRED_IN_CI = ["3.11", "3.13t"]
+PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
+# Backends that ship with the project, as pip-installable folders.
+BACKENDS = [ROOT / "backends" / "threads"]
+TEST_DEPS = ["pytest>=8"]
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = False
+
+
+def _pyenv_versions() -> list[str]:
+    if shutil.which("pyenv") is None:
+        return []
+    result = subprocess.run(
+        ["pyenv", "versions", "--bare"], capture_output=True, text=True, check=False
+    )
+    return result.stdout.split()
+
+
+def _newest_pyenv_version(candidate: str, installed: list[str]) -> str | None:
+    """The newest pyenv version for '3.13' (a GIL build) or '3.13t' (free-threaded)."""
+    free_threaded = candidate.endswith("t")
+    minor = candidate.rstrip("t")
+    pattern = re.compile(rf"^{re.escape(minor)}\.(\d+){'t' if free_threaded else ''}$")
+    matches = [(int(m.group(1)), v) for v in installed if (m := pattern.match(v))]
+    return max(matches)[1] if matches else None
+
+
+def _discover() -> tuple[list[str], dict[str, str]]:
+    installed = _pyenv_versions()
+    chosen = {c: v for c in MATRIX if (v := _newest_pyenv_version(c, installed))}
+    if (
+        "3.13t" not in chosen
+        and os.environ.get("DATALOADER_NO_PROVISION") != "1"
+        and PROVISION.exists()
+    ):
+        print("nox: free-threaded 3.13t not found; building it with", PROVISION.name, flush=True)
+        if subprocess.run(["bash", str(PROVISION)], check=False).returncode == 0:
+            installed = _pyenv_versions()
+            chosen = {c: v for c in MATRIX if (v := _newest_pyenv_version(c, installed))}
+    if chosen:
+        # GIL builds first, so `python3.13` resolves to the GIL build.
+        order = sorted(chosen.values(), key=lambda v: (v.endswith("t"), v))
+        current = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
+        os.environ["PYENV_VERSION"] = ":".join(dict.fromkeys(order + current))
+    present, missing = [], {}
+    for candidate in MATRIX:
+        if candidate in chosen or (shutil.which(f"python{candidate}") and _runs(candidate)):
+            present.append(candidate)
+        else:
+            missing[candidate] = "not installed (pyenv or PATH)"
+    return present, missing
+
+
+def _runs(candidate: str) -> bool:
+    exe = shutil.which(f"python{candidate}")
+    return (
+        exe is not None and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0
+    )
+
+
+PRESENT, MISSING = _discover()
+for _version, _why in MISSING.items():
+    print(f"nox: skipping CPython {_version}: {_why}", file=sys.stderr)
+if os.environ.get("CI") and (_absent := [v for v in REQUIRED_IN_CI if v not in PRESENT]):
+    raise RuntimeError(f"CI needs CPython {', '.join(_absent)}, which could not be found or built")
+DEFAULT_PYTHON = PRESENT[0] if PRESENT else None
+
+
+def install_project(session: nox.Session, *extra: str) -> None:
+    """The common API, every shipped backend, and ``extra``."""
+    pins = []
+    if session.python == "3.13t":
+        # NumPy 2.5 ships no cp313t wheels; 2.4 does, so pip need not build it.
+        pins.append("numpy<2.5")
+    session.install(str(ROOT), *(str(b) for b in BACKENDS), *pins, *extra)
+
+
+@nox.session(python=PRESENT)
+def tests(session: nox.Session) -> None:
+    """Unit tests of the common API through the selected backend (DATALOADER_BACKEND)."""
+    install_project(session, *TEST_DEPS)
+    session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff on everything, mypy --strict on dataloader_api and the threads backend."""
+    install_project(session, "ruff>=0.6", "mypy>=1.11", *TEST_DEPS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "--strict", "dataloader_api")
+    session.run("mypy", "--strict", "backends/threads/dataloader_threads")
+
+
+@nox.session(python=PRESENT)
+def demo(session: nox.Session) -> None:
+    """The main job: the synthetic dataset through every installed backend."""
+    install_project(session)
+    session.run("python", "-m", "dataloader_api.demo", *session.posargs)
+
+
+@nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)
+def torch_parity(session: nox.Session) -> None:
+    """The tests again with PyTorch installed, so the torch comparisons run."""
+    install_project(session, "torch", *TEST_DEPS)
+    session.run(
+        "pytest",
+        "-q",
+        "tests/test_torch_compat.py",
+        "tests/test_samplers.py",
+        "tests/test_collate.py",
+        "tests/test_validation.py",
+        *session.posargs,
+    )
+
+
+@nox.session(python=False)
+def provision(session: nox.Session) -> None:
+    """Build the free-threaded CPython 3.13t (cached) without downloads beyond the registries."""
+    session.run("bash", str(PROVISION), external=True)
