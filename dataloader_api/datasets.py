@@ -3,6 +3,7 @@ the built-in synthetic dataset the demo loads."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,9 +32,10 @@ class IterableDataset:
 class SyntheticImages(Dataset):
     """``length`` items of a ``shape`` float32 array and an int64 label, made on demand.
 
-    Each item is a deterministic function of its index and ``seed``, normalised
-    the way an image pipeline would, so an item costs real (NumPy) work: the
-    loader has something to overlap.
+    Each item is a deterministic function of its index and ``seed``: raw bytes
+    "read" with ``read_latency`` seconds of simulated storage latency (a sleep,
+    which releases the GIL as real I/O does), then decoded and normalised with
+    NumPy the way an image pipeline would.
     """
 
     def __init__(
@@ -42,13 +44,21 @@ class SyntheticImages(Dataset):
         shape: tuple[int, ...] = (3, 32, 32),
         num_classes: int = 10,
         seed: int = 0,
+        read_latency: float = 0.0,
     ) -> None:
         if length < 0:
             raise ValueError(f"length should be non-negative, got length={length}")
+        if num_classes < 1:
+            raise ValueError(f"num_classes should be at least 1, got num_classes={num_classes}")
+        if read_latency < 0:
+            raise ValueError(
+                f"read_latency should be non-negative, got read_latency={read_latency}"
+            )
         self.length = length
         self.shape = tuple(shape)
         self.num_classes = num_classes
         self.seed = seed
+        self.read_latency = read_latency
 
     def __len__(self) -> int:
         return self.length
@@ -57,6 +67,8 @@ class SyntheticImages(Dataset):
         if not -self.length <= index < self.length:
             raise IndexError(f"index {index} is out of range for {self.length} items")
         index %= self.length
+        if self.read_latency:
+            time.sleep(self.read_latency)
         rng = np.random.default_rng((self.seed, index))
         raw = rng.integers(0, 256, size=self.shape, dtype=np.uint8)
         image = (raw.astype(np.float32) / 255.0 - 0.5) / 0.25

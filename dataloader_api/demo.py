@@ -1,6 +1,6 @@
 """The main job: load the built-in synthetic dataset through every installed backend.
 
-    python -m dataloader_api.demo [--items N] [--workers N] [--epochs N]
+    python -m dataloader_api.demo [--items N] [--workers N] [--epochs N] [--read-latency S]
 
 Prints one row per backend (and one for loading on the calling thread): the
 interpreter, items per second (median over the epochs) and the time to the
@@ -58,17 +58,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker threads (default 2)")
     parser.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per row (default 3)")
+    parser.add_argument(
+        "--read-latency",
+        type=float,
+        default=0.0002,
+        help="simulated storage latency per item in seconds (default 0.0002; 0 for none)",
+    )
     args = parser.parse_args(argv)
     for name in ("items", "workers", "batch_size", "epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.read_latency < 0:
+        parser.error("--read-latency must be non-negative")
 
-    dataset = SyntheticImages(args.items, shape=(3, 32, 32))
+    dataset = SyntheticImages(args.items, shape=(3, 32, 32), read_latency=args.read_latency)
     installed = backends()
     print(
-        f"dataset: SyntheticImages({args.items} items of 3x32x32 float32), "
-        f"batch_size={args.batch_size}, {args.workers} workers, "
-        f"median of {args.epochs} epochs; installed backends: {', '.join(installed) or 'none'}"
+        f"dataset: SyntheticImages({args.items} items of 3x32x32 float32, "
+        f"{args.read_latency * 1e3:g} ms simulated read each), batch_size={args.batch_size}, "
+        f"{args.workers} workers, median of {args.epochs} epochs; "
+        f"installed backends: {', '.join(installed) or 'none'}"
     )
     rows: list[tuple[str, int, float, float]] = [
         ("(calling thread)", 0, *measure(dataset, None, 0, args.batch_size, args.epochs))

@@ -1,0 +1,38 @@
+"""The built-in synthetic dataset and the demo that loads it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dataloader_api import SyntheticImages, backends
+from dataloader_api.demo import main
+
+
+def test_synthetic_items_are_deterministic_and_checked():
+    a, b = (
+        SyntheticImages(10, shape=(3, 4, 4), seed=1),
+        SyntheticImages(10, shape=(3, 4, 4), seed=1),
+    )
+    image, label = a[3]
+    assert image.shape == (3, 4, 4) and image.dtype == np.float32 and label == 3
+    np.testing.assert_array_equal(image, b[3][0])
+    assert not np.array_equal(image, SyntheticImages(10, shape=(3, 4, 4), seed=2)[3][0])
+    np.testing.assert_array_equal(a[-1][0], a[9][0])
+    with pytest.raises(IndexError, match="out of range"):
+        a[10]
+    with pytest.raises(ValueError, match="read_latency"):
+        SyntheticImages(read_latency=-1)
+
+
+def test_demo_prints_a_row_per_installed_backend(capsys):
+    assert main(["--items", "128", "--epochs", "1", "--read-latency", "0"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[0] for line in out.splitlines()[3:]]
+    assert rows == ["(calling", *backends()]
+    assert "items/s" in out and "ms" in out.splitlines()[-1]
+
+
+def test_demo_rejects_bad_arguments():
+    with pytest.raises(SystemExit):
+        main(["--workers", "0"])
