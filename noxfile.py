@@ -1,4 +1,5 @@
-"""Sessions: tests (the CPython matrix), lint, demo, torch_parity, provision.
+"""Sessions: tests (unit + conformance) and conformance over the CPython matrix,
+conformance_thorough, lint, demo, torch_parity, provision.
 
 The matrix is every CPython of MATRIX found on this machine. pyenv's
 interpreters are visible to nox only when PYENV_VERSION lists them, so this
@@ -24,6 +25,12 @@ PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
 # Backends that ship with the project, as pip-installable folders.
 BACKENDS = [ROOT / "backends" / "threads"]
 TEST_DEPS = ["pytest>=8"]
+# Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
+# range has pure-Python wheels for every interpreter of the matrix.
+CONFORMANCE_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100,<6.156"]
+BROKEN_BACKENDS = ROOT / "conformance" / "broken"
+# The backend guide's example, checked like any out-of-tree backend.
+EXAMPLE_BACKEND = ROOT / "docs" / "example_backend"
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = False
@@ -97,12 +104,62 @@ def install_project(session: nox.Session, *extra: str) -> None:
     session.install(str(ROOT), *(str(b) for b in BACKENDS), *pins, *extra)
 
 
+def install_suite(session: nox.Session) -> None:
+    """The project plus what the unit tests and the conformance suite need."""
+    extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
+    install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
+
+
+def run_conformance(session: nox.Session, profile: str, pytest_args: list[str]) -> None:
+    """The suite for ``--backend`` in ``pytest_args``, else $DATALOADER_BACKEND, else
+    every installed backend but the broken fixtures, which it then proves it catches."""
+    options = [
+        "--conformance-profile",
+        profile,
+        "--timeout",
+        "600" if profile == "thorough" else "120",
+    ]
+    chosen = os.environ.get("DATALOADER_BACKEND")
+    if "--backend" in pytest_args or chosen:
+        session.run("pytest", "-q", "conformance", *options, *pytest_args)
+        return
+    listed = session.run(
+        "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
+    )
+    for name in [n for n in str(listed).split() if not n.startswith("broken-")]:
+        session.log(f"conformance: backend {name}")
+        session.run("pytest", "-q", "conformance", "--backend", name, *options, *pytest_args)
+    if session.python == DEFAULT_PYTHON:
+        # Each broken fixture fails the property it breaks: the suite catches what it claims.
+        session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
+
+
 @nox.session(python=PRESENT)
 def tests(session: nox.Session) -> None:
-    """Unit tests of the common API through the selected backend (DATALOADER_BACKEND)."""
-    install_project(session, *TEST_DEPS)
+    """The whole suite: unit tests, then the conformance suite (fast profile) for every
+    installed backend, or only $DATALOADER_BACKEND's when it is set."""
+    install_suite(session)
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", "tests", *session.posargs)
+    run_conformance(session, "fast", [])
+
+
+@nox.session(python=PRESENT)
+def conformance(session: nox.Session) -> None:
+    """Only the conformance suite; `nox -s conformance -- --backend NAME` for one backend.
+
+    DATALOADER_EXTRA_BACKENDS lists out-of-tree backends (paths or requirements)
+    to install first.
+    """
+    install_suite(session)
+    run_conformance(session, "fast", session.posargs)
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def conformance_thorough(session: nox.Session) -> None:
+    """The nightly profile: >= 1000 examples per property, 100 exit runs per scenario."""
+    install_suite(session)
+    run_conformance(session, "thorough", session.posargs)
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -59,7 +59,11 @@ Shutdown
     for busy threads; the process keeps its own exit code. Nothing a backend
     creates may keep the loader or the user's iterator alive (worker threads
     must not reference the :class:`BatchStream` object the user holds), so
-    dropping the iterator frees it and closes it.
+    dropping the iterator frees it and closes it. Raise a delivered
+    exception so that no frame of the backend keeps a reference to it
+    (``try: raise error finally: del error``), and let idle pool threads run
+    now and then (a wait with a timeout): on free-threaded builds an object a
+    worker created (an exception) is freed by that worker once others drop it.
 
 Attach once
     Each pool thread runs ``PoolSpec.thread_init(worker_id)`` once, on itself,

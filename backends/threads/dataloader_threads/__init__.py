@@ -13,7 +13,7 @@ import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from typing import Any
 
 from dataloader_api.contract import BatchJob, PoolSpec
@@ -22,6 +22,10 @@ __all__ = ["ThreadPool", "ThreadsBackend"]
 
 # How long close() waits for threads that are busy in user code.
 CLOSE_JOIN_SECONDS = 2.0
+# An idle worker wakes this often. On free-threaded builds an object made on a
+# worker (an exception it raised, say) and dropped by the consumer is freed by
+# its owner thread, which must run to do it; else a failed epoch stays alive.
+IDLE_WAKE_SECONDS = 0.2
 
 _live_pools: weakref.WeakSet[ThreadPool] = weakref.WeakSet()
 _exiting = False
@@ -65,7 +69,10 @@ def _worker_main(
         return
     ready.arrive()
     while True:
-        task = core.tasks.get()
+        try:
+            task = core.tasks.get(timeout=IDLE_WAKE_SECONDS)
+        except Empty:
+            continue
         if task is None or core.closed:
             return
         function, args = task
@@ -262,6 +269,9 @@ def _run_job(
             state.results[job.position] = result
             state.completed.append(job.position)
             state.cond.notify_all()
+    # The traceback keeps this frame: a local holding the error would make a
+    # cycle that only the garbage collector frees, keeping the epoch alive.
+    del result
 
 
 class MapStream:
@@ -332,7 +342,10 @@ class MapStream:
         self._top_up()
         if ok:
             return value
-        raise value
+        try:
+            raise value
+        finally:
+            del value  # else error -> traceback -> this frame -> error: a cycle
 
     def _ready(self) -> bool:
         if self._in_order:
@@ -389,6 +402,7 @@ def _drain(
             if ended:
                 state.exhausted[stream_id] = True
             state.cond.notify_all()
+        del result  # see _run_job: no error -> traceback -> frame cycle
         if ended:
             return
 
@@ -431,7 +445,10 @@ class IterableStream:
             state.cond.notify_all()  # a drain task may wait for room in its buffer
         if ok:
             return value
-        raise value
+        try:
+            raise value
+        finally:
+            del value  # else error -> traceback -> this frame -> error: a cycle
 
     def _end_if_done(self) -> None:
         if self._state.closed or not self._active:

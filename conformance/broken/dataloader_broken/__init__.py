@@ -1,0 +1,175 @@
+"""Backends that each break one promise of the contract, on purpose.
+
+They wrap the threads backend and change one thing, so the conformance suite
+can prove that it catches that one thing (conformance/check_broken_backends.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from dataloader_threads import ThreadPool
+
+from dataloader_api.contract import BatchJob, BatchStream, PoolSpec
+
+
+class _Wrapped:
+    """Delegates to a threads pool; subclasses override one step."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        self.inner = ThreadPool(spec)
+
+    def map_batches(
+        self,
+        jobs: Iterable[BatchJob],
+        fetch: Callable[[Any], Any],
+        collate: Callable[[Any], Any],
+        **options: Any,
+    ) -> BatchStream:
+        return self.inner.map_batches(jobs, fetch, collate, **options)
+
+    def stream_batches(
+        self, open_stream: Callable[[int], Iterator[Any]], num_streams: int, **options: Any
+    ) -> BatchStream:
+        return self.inner.stream_batches(open_stream, num_streams, **options)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _Stream:
+    """A BatchStream made from a generator over an inner stream."""
+
+    def __init__(self, inner: BatchStream, reorder: Callable[[Iterator[Any]], Iterator[Any]]):
+        self.inner = inner
+        self.items = reorder(inner)
+
+    def __iter__(self) -> _Stream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.items)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _swap_pairs(batches: Iterator[Any]) -> Iterator[Any]:
+    for first in batches:
+        second = next(batches, None)
+        if second is not None:
+            yield second
+        yield first
+
+
+def _first_twice(batches: Iterator[Any]) -> Iterator[Any]:
+    for position, batch in enumerate(batches):
+        yield batch
+        if position == 0:
+            yield batch
+
+
+class _OrderPool(_Wrapped):
+    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+        return _Stream(super().map_batches(jobs, fetch, collate, **options), _swap_pairs)
+
+
+class _DuplicatePool(_Wrapped):
+    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+        return _Stream(super().map_batches(jobs, fetch, collate, **options), _first_twice)
+
+
+class _WindowPool(_Wrapped):
+    def map_batches(self, jobs, fetch, collate, *, window, **options):  # type: ignore[no-untyped-def]
+        return super().map_batches(jobs, fetch, collate, window=window * 4, **options)
+
+
+class _ErrorsPool(_Wrapped):
+    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+        def lossy_fetch(indices: Any) -> Any:
+            try:
+                return fetch(indices)
+            except Exception:
+                raise RuntimeError("a worker failed") from None
+
+        return super().map_batches(jobs, lossy_fetch, collate, **options)
+
+
+class _TimeoutPool(_Wrapped):
+    def map_batches(self, jobs, fetch, collate, *, timeout, **options):  # type: ignore[no-untyped-def]
+        return super().map_batches(jobs, fetch, collate, timeout=None, **options)
+
+
+class _ShutdownPool(_Wrapped):
+    """close() neither stops the epoch nor the threads."""
+
+    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+        stream = super().map_batches(jobs, fetch, collate, **options)
+        stream.close = lambda: None  # type: ignore[method-assign]
+        return _Keepalive(stream)
+
+    def close(self) -> None:
+        pass
+
+
+class _Keepalive:
+    """Keeps loading in the background until the plan is exhausted."""
+
+    def __init__(self, stream: BatchStream) -> None:
+        self.stream = stream
+        self.drainer = threading.Thread(target=self._drain_later, daemon=True)
+        self.stop = threading.Event()
+
+    def _drain_later(self) -> None:
+        for _ in self.stream:
+            pass
+
+    def __iter__(self) -> _Keepalive:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.stream)
+
+    def close(self) -> None:
+        if not self.drainer.is_alive():
+            self.drainer.start()
+
+
+class _AttachPool(_Wrapped):
+    """Runs every fetch on a brand-new thread: a thread state per batch."""
+
+    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+        def fetch_on_new_thread(indices: Any) -> Any:
+            box: list[Any] = []
+            thread = threading.Thread(target=lambda: box.append(fetch(indices)))
+            thread.start()
+            thread.join()
+            return box[0]
+
+        return super().map_batches(jobs, fetch_on_new_thread, collate, **options)
+
+
+class _IterablePool(_Wrapped):
+    """Opens every stream as worker 0: each worker yields worker 0's shard."""
+
+    def stream_batches(self, open_stream, num_streams, **options):  # type: ignore[no-untyped-def]
+        return super().stream_batches(lambda _: open_stream(0), num_streams, **options)
+
+
+def _backend(name: str, pool: type[_Wrapped]) -> type:
+    def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
+        return pool(spec)
+
+    return type(name, (), {"name": name, "create_pool": create_pool})
+
+
+BrokenOrder = _backend("broken-order", _OrderPool)
+BrokenDuplicate = _backend("broken-duplicate", _DuplicatePool)
+BrokenWindow = _backend("broken-window", _WindowPool)
+BrokenErrors = _backend("broken-errors", _ErrorsPool)
+BrokenTimeout = _backend("broken-timeout", _TimeoutPool)
+BrokenShutdown = _backend("broken-shutdown", _ShutdownPool)
+BrokenAttach = _backend("broken-attach", _AttachPool)
+BrokenIterable = _backend("broken-iterable", _IterablePool)

@@ -1,0 +1,90 @@
+"""The suite catches what it claims to: each deliberately broken backend fails
+the property it breaks (and the file is not collected when checking a backend).
+
+    pytest conformance/check_broken_backends.py
+
+needs conformance/broken installed (``nox -s conformance`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dataloader_api
+
+HERE = Path(__file__).parent
+
+# backend -> the tests that must each fail on it
+BROKEN = {
+    "broken-order": [
+        "test_batches_equal_the_sequential_reference",
+        "test_same_seed_same_batches_on_every_backend_and_worker_count",
+    ],
+    "broken-duplicate": [
+        "test_batches_equal_the_sequential_reference",
+        "test_unordered_delivers_the_same_multiset",
+    ],
+    "broken-window": ["test_started_but_unconsumed_batches_stay_within_the_window"],
+    "broken-errors": ["test_an_item_error_surfaces_for_its_batch"],
+    "broken-timeout": ["test_timeout_on_a_blocked_item_raises_promptly"],
+    "broken-shutdown": [
+        "test_no_dataset_call_starts_after_shutdown",
+        "test_random_shutdown_schedules",
+    ],
+    "broken-attach": [
+        "test_thread_local_state_persists_on_each_worker",
+        "test_one_epoch_uses_at_most_pool_size_thread_states",
+    ],
+    "broken-iterable": ["test_every_item_exactly_once"],
+}
+
+
+def run_suite(backend: str, tests: list[str]) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(HERE),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--timeout",
+        "60",
+        "--backend",
+        backend,
+        "-k",
+        " or ".join(tests),
+    ]
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CONFORMANCE_PROFILE": "detect"},
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_suite_fails_on_a_backend_that_breaks_its_property(name):
+    if name not in dataloader_api.backends():
+        pytest.fail(f"{name} is not installed: pip install {HERE / 'broken'}")
+    result = run_suite(name, BROKEN[name])
+    failed = {
+        line.split("::")[-1].split(" ")[0].split("[")[0]
+        for line in result.stdout.splitlines()
+        if line.startswith("FAILED")
+    }
+    for test in BROKEN[name]:
+        assert test in failed, f"{test} passed on {name}:\n{result.stdout[-3000:]}"
+
+
+def test_the_same_selection_passes_on_a_correct_backend():
+    """So the failures above come from the breakage, not from the selection."""
+    every = sorted({test for tests in BROKEN.values() for test in tests})
+    result = run_suite("threads", every)
+    assert result.returncode == 0, result.stdout[-3000:]

@@ -1,0 +1,111 @@
+"""Properties 4 and 5: errors reach the consumer for their batch, intact; timeouts."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support import ItemError, Recorder, batches_as_lists, os_thread_count, wait_until
+
+from dataloader_api import DataLoader, DataLoaderTimeoutError
+
+
+@given(
+    length=st.integers(1, 40),
+    batch_size=st.integers(1, 5),
+    data=st.data(),
+    num_workers=st.integers(1, 3),
+)
+def test_an_item_error_surfaces_for_its_batch(backend, length, batch_size, data, num_workers):
+    bad = data.draw(st.integers(0, length - 1), label="bad index")
+    threads_before = os_thread_count()
+    dataset = Recorder(length, failing={bad})
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=num_workers, backend=backend)
+    bad_batch = bad // batch_size
+    delivered = []
+    iterator = iter(loader)
+    with pytest.raises(ItemError) as raised:
+        for batch in iterator:
+            delivered.append(batch.tolist())
+    iterator.close()
+    assert str(raised.value) == f"item {bad} failed on purpose"
+    frames = [frame.name for frame in traceback.extract_tb(raised.value.__traceback__)]
+    assert "raise_item_error" in frames and "__getitem__" in frames
+    indices = list(range(length))
+    assert delivered == [
+        indices[i : i + batch_size] for i in range(0, bad_batch * batch_size, batch_size)
+    ]
+    # the loader works for the next epoch, and no thread is left behind
+    dataset.failing.clear()
+    expected = [indices[i : i + batch_size] for i in range(0, length, batch_size)]
+    assert batches_as_lists(loader) == expected
+    assert wait_until(lambda: os_thread_count() <= threads_before)
+
+
+class CollateError(Exception):
+    pass
+
+
+def fussy_collate(batch):
+    if 3 in batch:
+        raise CollateError("collate refused the batch with 3")
+    return list(batch)
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_a_collate_error_surfaces_for_its_batch(backend, num_workers):
+    loader = DataLoader(
+        Recorder(8),
+        batch_size=2,
+        num_workers=num_workers,
+        collate_fn=fussy_collate,
+        backend=backend,
+    )
+    iterator = iter(loader)
+    assert next(iterator) == [0, 1]
+    with pytest.raises(CollateError, match="collate refused the batch with 3") as raised:
+        next(iterator)
+    assert "fussy_collate" in [f.name for f in traceback.extract_tb(raised.value.__traceback__)]
+    iterator.close()
+
+
+@given(
+    timeout=st.sampled_from([0.1, 0.2, 0.4]),
+    position=st.integers(0, 3),
+    num_workers=st.integers(1, 3),
+)
+def test_timeout_on_a_blocked_item_raises_promptly(backend, timeout, position, num_workers):
+    dataset = Recorder(20, blocked={position * 2}, block_limit=10 * timeout + 1)
+    loader = DataLoader(
+        dataset, batch_size=2, num_workers=num_workers, timeout=timeout, backend=backend
+    )
+    iterator = iter(loader)
+    try:
+        for _ in range(position):
+            next(iterator)
+        start = time.monotonic()
+        with pytest.raises(DataLoaderTimeoutError, match=f"batch {position}"):
+            next(iterator)
+        elapsed = time.monotonic() - start
+        assert timeout * 0.9 <= elapsed <= 3 * timeout + 0.3, elapsed
+    finally:
+        dataset.release.set()
+        iterator.close()
+
+
+def test_an_abandoned_epoch_that_failed_leaves_no_thread_running(backend):
+    py_before, os_before = threading.active_count(), os_thread_count()
+    loader = DataLoader(Recorder(30, failing={7}), batch_size=3, num_workers=3, backend=backend)
+    caught = False
+    try:
+        for _ in loader:
+            pass
+    except ItemError:
+        caught = True  # as user code does: the exception is dropped here
+    assert caught
+    assert wait_until(lambda: threading.active_count() <= py_before)
+    assert wait_until(lambda: os_thread_count() <= os_before)

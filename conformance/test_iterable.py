@@ -1,0 +1,84 @@
+"""Property 8: iterable datasets, one stream per worker, torch's sharding idioms."""
+
+from __future__ import annotations
+
+import threading
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dataloader_api import DataLoader, IterableDataset, get_worker_info
+
+
+class Sharded(IterableDataset):
+    """The PyTorch documentation's idiom: each worker takes a strided share."""
+
+    def __init__(self, length: int, uneven: bool = False) -> None:
+        self.length = length
+        self.uneven = uneven
+        self.infos: list[tuple[int, int, int, int]] = []
+        self.lock = threading.Lock()
+
+    def __iter__(self):
+        info = get_worker_info()
+        assert info is not None
+        with self.lock:
+            self.infos.append((info.id, info.num_workers, info.seed, id(info.dataset)))
+        assert isinstance(info.dataset, Sharded)
+        if self.uneven:
+            # worker w takes a contiguous block whose size grows with w
+            bounds = [
+                self.length * k * (k + 1) // (info.num_workers * (info.num_workers + 1))
+                for k in range(info.num_workers + 1)
+            ]
+            return iter(range(bounds[info.id], bounds[info.id + 1]))
+        return iter(range(info.id, self.length, info.num_workers))
+
+
+@given(
+    length=st.integers(0, 80),
+    num_workers=st.integers(1, 4),
+    batch_size=st.one_of(st.none(), st.integers(1, 6)),
+    uneven=st.booleans(),
+    in_order=st.booleans(),
+)
+def test_every_item_exactly_once(backend, length, num_workers, batch_size, uneven, in_order):
+    dataset = Sharded(length, uneven)
+    loader = DataLoader(
+        dataset, batch_size=batch_size, num_workers=num_workers, in_order=in_order, backend=backend
+    )
+    items = []
+    for batch in loader:
+        items.extend(batch.tolist() if batch_size is not None else [int(batch)])
+    assert sorted(items) == list(range(length))
+    ids = sorted(info[0] for info in dataset.infos)
+    assert ids == list(range(num_workers))
+    assert {info[1] for info in dataset.infos} == {num_workers}
+    seeds = {info[2] - info[0] for info in dataset.infos}
+    assert len(seeds) == 1  # seed = base_seed + id
+    assert len({info[3] for info in dataset.infos}) == num_workers  # a copy per worker
+
+
+@given(num_workers=st.integers(1, 4), epochs=st.integers(1, 3), persistent=st.booleans())
+def test_worker_init_fn_runs_once_per_worker_thread(backend, num_workers, epochs, persistent):
+    calls: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def init(worker_id: int) -> None:
+        with lock:
+            calls.append((worker_id, threading.get_ident()))
+
+    loader = DataLoader(
+        Sharded(20),
+        batch_size=2,
+        num_workers=num_workers,
+        worker_init_fn=init,
+        persistent_workers=persistent,
+        backend=backend,
+    )
+    for _ in range(epochs):
+        assert sum(len(b) for b in loader) == 20
+    loader.close()
+    pools = 1 if persistent else epochs
+    assert sorted(w for w, _ in calls) == sorted(list(range(num_workers)) * pools)
+    assert len({t for _, t in calls}) >= num_workers

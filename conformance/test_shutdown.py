@@ -1,0 +1,233 @@
+"""Property 6: every way of stopping ends promptly, ends the threads, and starts
+no dataset call beyond the bounded window; interpreter exit mid-epoch is clean."""
+
+from __future__ import annotations
+
+import _thread
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from support import Recorder, os_thread_count, wait_until
+
+from dataloader_api import DataLoader
+
+BATCH = 2
+
+
+class Shutdown(RuleBasedStateMachine):
+    """Random schedules of next, break/close, del, gc and new epochs."""
+
+    def __init__(self, backend: str) -> None:
+        super().__init__()
+        self.backend = backend
+        self.py_threads = threading.active_count()
+        self.os_threads = os_thread_count()
+        self.datasets: list[Recorder] = []
+        self.loaders: list[DataLoader] = []
+        self.iterators: list[object] = []
+        self.window = 0
+
+    @rule(num_workers=st.integers(1, 3), prefetch=st.integers(1, 2), persistent=st.booleans())
+    def new_loader(self, num_workers, prefetch, persistent):
+        if len(self.loaders) >= 3:
+            return
+        dataset = Recorder(400, slow={i: 0.001 for i in range(400)})
+        self.datasets.append(dataset)
+        self.window = max(self.window, num_workers * prefetch)
+        self.loaders.append(
+            DataLoader(
+                dataset,
+                batch_size=BATCH,
+                num_workers=num_workers,
+                prefetch_factor=prefetch,
+                persistent_workers=persistent,
+                backend=self.backend,
+            )
+        )
+
+    @precondition(lambda self: self.loaders)
+    @rule(which=st.integers(0, 2))
+    def new_epoch(self, which):
+        """Also while an older iterator of the same loader is alive."""
+        self.iterators.append(iter(self.loaders[which % len(self.loaders)]))
+
+    @precondition(lambda self: self.iterators)
+    @rule(which=st.integers(0, 5), count=st.integers(1, 4))
+    def take(self, which, count):
+        iterator = self.iterators[which % len(self.iterators)]
+        for _ in range(count):
+            if next(iterator, None) is None:  # type: ignore[call-overload]
+                break
+
+    @precondition(lambda self: self.iterators)
+    @rule(which=st.integers(0, 5))
+    def close(self, which):
+        iterator = self.iterators.pop(which % len(self.iterators))
+        iterator.close()  # type: ignore[attr-defined]
+
+    @precondition(lambda self: self.iterators)
+    @rule(which=st.integers(0, 5))
+    def drop(self, which):
+        """`del it`, as leaving a loop with break does."""
+        del self.iterators[which % len(self.iterators)]
+
+    @precondition(lambda self: self.iterators)
+    @rule(which=st.integers(0, 5))
+    def drop_in_a_cycle(self, which):
+        holder: list[object] = [self.iterators.pop(which % len(self.iterators))]
+        holder.append(holder)
+
+    @rule()
+    def collect(self):
+        gc.collect()
+
+    @precondition(lambda self: self.loaders)
+    @rule(which=st.integers(0, 2))
+    def drop_loader(self, which):
+        del self.loaders[which % len(self.loaders)]
+
+    def teardown(self):
+        self.iterators.clear()
+        self.loaders.clear()
+        gc.collect()
+        counts = [len(d.calls) for d in self.datasets]
+        assert wait_until(lambda: threading.active_count() <= self.py_threads, 5), (
+            threading.enumerate()
+        )
+        assert wait_until(lambda: os_thread_count() <= self.os_threads, 5)
+        # jobs started before shutdown may finish their batch, nothing more
+        for dataset, count in zip(self.datasets, counts, strict=True):
+            assert len(dataset.calls) <= count + self.window * BATCH
+        time.sleep(0.05)
+        after = [len(d.calls) for d in self.datasets]
+        time.sleep(0.1)
+        assert [len(d.calls) for d in self.datasets] == after
+
+
+def test_random_shutdown_schedules(backend):
+    run_state_machine_as_test(
+        lambda: Shutdown(backend),
+        settings=settings(settings.default, stateful_step_count=12),
+    )
+
+
+@pytest.mark.parametrize("how", ["close", "break", "del", "gc"])
+def test_no_dataset_call_starts_after_shutdown(backend, how):
+    dataset = Recorder(1000, slow={i: 0.002 for i in range(1000)})
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend=backend)
+    window = 2 * 2
+    iterator = iter(loader)
+    next(iterator)
+    if how == "close":
+        iterator.close()
+    elif how == "break":
+        for _ in iterator:
+            break
+        del iterator
+    else:
+        if how == "gc":
+            cycle: list[object] = [iterator]
+            cycle.append(cycle)
+            del cycle
+        del iterator
+        gc.collect()
+    at_shutdown = len(dataset.calls)
+    time.sleep(0.2)
+    assert len(dataset.calls) <= at_shutdown + window * 4
+
+
+def test_keyboard_interrupt_while_waiting(backend):
+    os_before = os_thread_count()
+    dataset = Recorder(10, blocked={0}, block_limit=5)
+    iterator = iter(DataLoader(dataset, batch_size=1, num_workers=2, backend=backend))
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        next(iterator)
+    elapsed = time.monotonic() - start
+    timer.join()
+    dataset.release.set()
+    iterator.close()  # type: ignore[attr-defined]
+    assert elapsed < 1.5
+    assert wait_until(lambda: os_thread_count() <= os_before)
+
+
+EXIT_PRELUDE = textwrap.dedent("""
+    import sys, threading, time
+    from dataloader_api import DataLoader
+
+    class Slow:
+        def __len__(self): return 100_000
+        def __getitem__(self, i):
+            time.sleep(0.002)
+            return i
+""")
+
+EXIT_SCENARIOS = {
+    "live iterators": (
+        "its = [iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND))"
+        " for _ in range(2)]\n"
+        "[next(it) for it in its]"
+    ),
+    "persistent loader": (
+        "loader = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,"
+        " backend=BACKEND)\n"
+        "it = iter(loader); next(it)"
+    ),
+    "loader in a reference cycle": (
+        "class Holder: pass\n"
+        "h = Holder(); h.me = h\n"
+        "h.loader = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,"
+        " backend=BACKEND)\n"
+        "h.it = iter(h.loader); next(h.it)\n"
+        "del h"
+    ),
+    "epoch on a non-main thread": (
+        "alive = []\n"
+        "def run():\n"
+        "    it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND))\n"
+        "    next(it); alive.append(it)\n"
+        "t = threading.Thread(target=run); t.start(); t.join()"
+    ),
+    "epoch still running on a daemon thread": (
+        "def run():\n"
+        "    for _ in DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND): pass\n"
+        "threading.Thread(target=run, daemon=True).start()\n"
+        "time.sleep(0.1)"
+    ),
+    "exit after KeyboardInterrupt mid-epoch": (
+        "import _thread\n"
+        "it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND)); next(it)\n"
+        "threading.Timer(0.1, _thread.interrupt_main).start()\n"
+        "try:\n"
+        "    for _ in it: pass\n"
+        "except KeyboardInterrupt:\n"
+        "    pass"
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(EXIT_SCENARIOS))
+def test_interpreter_exit_mid_epoch(backend, thorough, scenario):
+    code = f"BACKEND = {backend!r}\n" + EXIT_PRELUDE + EXIT_SCENARIOS[scenario] + "\nsys.exit(0)\n"
+    for _ in range(100 if thorough else 1):
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Fatal Python error" not in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr, result.stderr

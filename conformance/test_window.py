@@ -1,0 +1,59 @@
+"""Property 3: at most num_workers * prefetch_factor batches are started but not
+consumed, also while the consumer stalls behind one slow (blocked) batch."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given
+from hypothesis import strategies as st
+from support import Recorder
+
+from dataloader_api import DataLoader
+
+
+def settle(dataset: Recorder, quiet: float = 0.05, limit: float = 2.0) -> None:
+    """Wait until the dataset has not been called for ``quiet`` seconds."""
+    deadline = time.monotonic() + limit
+    seen = -1
+    while time.monotonic() < deadline and seen != len(dataset.calls):
+        seen = len(dataset.calls)
+        time.sleep(quiet)
+
+
+@given(
+    num_workers=st.integers(1, 4),
+    prefetch=st.integers(1, 3),
+    batch_size=st.integers(1, 4),
+    consumed=st.integers(0, 5),
+    block_next=st.booleans(),
+    in_order=st.booleans(),
+)
+def test_started_but_unconsumed_batches_stay_within_the_window(
+    backend, num_workers, prefetch, batch_size, consumed, block_next, in_order
+):
+    length = batch_size * 40
+    # With block_next, the first item of the batch after the consumed ones blocks.
+    blocked = {consumed * batch_size} if block_next else set()
+    dataset = Recorder(length, blocked=blocked)
+    loader = DataLoader(
+        dataset,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=prefetch,
+        in_order=in_order,
+        backend=backend,
+    )
+    window = num_workers * prefetch
+    iterator = iter(loader)
+    try:
+        for _ in range(consumed):
+            next(iterator)
+        settle(dataset)
+        started = {index // batch_size for index in dataset.calls}
+        assert len(started) <= consumed + window, (sorted(started), consumed, window)
+        if in_order:
+            assert max(started, default=-1) <= consumed + window - 1
+    finally:
+        dataset.release.set()
+        iterator.close()
