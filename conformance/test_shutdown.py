@@ -209,6 +209,14 @@ EXIT_SCENARIOS = {
         "threading.Thread(target=run, daemon=True).start()\n"
         "time.sleep(0.1)"
     ),
+    "a worker blocked in an item": (
+        "class Blocked(Slow):\n"
+        "    def __getitem__(self, i):\n"
+        "        if i == 5: threading.Event().wait()\n"
+        "        return i\n"
+        "it = iter(DataLoader(Blocked(), batch_size=1, num_workers=2, backend=BACKEND))\n"
+        "[next(it) for _ in range(5)]"
+    ),
     "exit after KeyboardInterrupt mid-epoch": (
         "import _thread\n"
         "it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND)); next(it)\n"
@@ -221,13 +229,19 @@ EXIT_SCENARIOS = {
 }
 
 
+@pytest.mark.parametrize("exit_code", [0, 3])
 @pytest.mark.parametrize("scenario", sorted(EXIT_SCENARIOS))
-def test_interpreter_exit_mid_epoch(backend, thorough, scenario):
-    code = f"BACKEND = {backend!r}\n" + EXIT_PRELUDE + EXIT_SCENARIOS[scenario] + "\nsys.exit(0)\n"
+def test_interpreter_exit_mid_epoch(backend, thorough, scenario, exit_code):
+    code = (
+        f"BACKEND = {backend!r}\n"
+        + EXIT_PRELUDE
+        + EXIT_SCENARIOS[scenario]
+        + f"\nsys.exit({exit_code})\n"
+    )
     for _ in range(100 if thorough else 1):
         result = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
         )
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == exit_code, result.stderr
         assert "Fatal Python error" not in result.stderr, result.stderr
         assert "Traceback" not in result.stderr, result.stderr

@@ -44,6 +44,15 @@ def _rebuild_mapping(elem: Any, values: dict[Any, Any]) -> Any:
         return values
 
 
+def _rebuild_sequence(elem: Any, items: list[Any]) -> Any:
+    """``items`` in ``elem``'s sequence type when it can be built from a list."""
+    sequence_type: Any = type(elem)
+    try:
+        return sequence_type(items)
+    except TypeError:
+        return items
+
+
 def default_collate(batch: Any) -> Any:
     """Stack a list of samples into a batch (see the module docstring for the rules)."""
     if not isinstance(batch, collections.abc.Sequence) or isinstance(batch, str | bytes):
@@ -84,12 +93,7 @@ def default_collate(batch: Any) -> Any:
         transposed = [list(samples) for samples in zip(*batch, strict=True)]
         if isinstance(elem, tuple):
             return [default_collate(samples) for samples in transposed]
-        collated = [default_collate(samples) for samples in transposed]
-        sequence_type: Any = type(elem)
-        try:
-            return sequence_type(collated)
-        except TypeError:
-            return collated
+        return _rebuild_sequence(elem, [default_collate(samples) for samples in transposed])
     raise TypeError(_BAD_TYPE.format(type(elem)))
 
 
@@ -108,12 +112,7 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence):
-        converted = [default_convert(d) for d in data]
-        sequence_type: Any = type(data)
-        try:
-            return sequence_type(converted)
-        except TypeError:
-            return converted
+        return _rebuild_sequence(data, [default_convert(d) for d in data])
     return data
 
 

@@ -8,7 +8,6 @@ import traceback
 
 import numpy as np
 import pytest
-from conftest import CallLog, wait_until
 
 from dataloader_api import (
     DataLoader,
@@ -17,6 +16,7 @@ from dataloader_api import (
     SyntheticImages,
     get_worker_info,
 )
+from dataloader_api.testing import Recorder, wait_until
 
 
 def as_lists(loader):
@@ -88,7 +88,7 @@ def test_numpy_items_are_stacked():
 
 
 def test_unordered_delivery_does_not_wait_for_a_slow_batch():
-    data = CallLog(40, slow={0: 1.0})
+    data = Recorder(40, slow={0: 1.0})
     loader = DataLoader(data, batch_size=1, num_workers=2, in_order=False)
     start = time.monotonic()
     got = []
@@ -101,7 +101,7 @@ def test_unordered_delivery_does_not_wait_for_a_slow_batch():
 
 
 def test_window_stays_bounded_behind_a_slow_batch():
-    data = CallLog(200, slow={3: 0.5})
+    data = Recorder(200, slow={3: 0.5})
     loader = DataLoader(data, batch_size=2, num_workers=2, prefetch_factor=2)
     it = iter(loader)
     assert next(it).tolist() == [0, 1]
@@ -161,7 +161,7 @@ def test_collate_error_propagates():
 
 
 def test_timeout_names_the_batch():
-    data = CallLog(10, slow={4: 3.0})
+    data = Recorder(10, slow={4: 3.0})
     loader = DataLoader(data, batch_size=2, num_workers=2, timeout=0.3)
     it = iter(loader)
     next(it), next(it)
@@ -325,7 +325,7 @@ def test_new_epoch_on_persistent_pool_ends_the_previous_iterator():
 
 
 def test_close_stops_dataset_calls(no_leaked_threads):
-    data = CallLog(1000, delay=0.002)
+    data = Recorder(1000, delay=0.002)
     it = iter(DataLoader(data, batch_size=4, num_workers=2))
     next(it)
     it.close()
@@ -339,7 +339,7 @@ def test_close_stops_dataset_calls(no_leaked_threads):
 def test_abandoning_an_epoch_ends_the_workers(how, no_leaked_threads):
     import gc
 
-    data = CallLog(1000, delay=0.001)
+    data = Recorder(1000, delay=0.001)
     loader = DataLoader(data, batch_size=4, num_workers=2)
     if how == "break":
         for _ in loader:
@@ -360,7 +360,7 @@ def test_abandoning_an_epoch_ends_the_workers(how, no_leaked_threads):
 def test_keyboard_interrupt_while_waiting_is_raised_promptly(no_leaked_threads):
     import _thread
 
-    data = CallLog(10, slow={0: 2.0})
+    data = Recorder(10, slow={0: 2.0})
     it = iter(DataLoader(data, batch_size=1, num_workers=2))
     timer = threading.Timer(0.2, _thread.interrupt_main)
     timer.start()

@@ -1,0 +1,80 @@
+"""Probes for testing loaders and backends: shared by this project's unit tests
+and conformance suite, and usable by a backend author's own tests."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["ItemError", "Recorder", "os_thread_count", "wait_until"]
+
+
+def os_thread_count() -> int:
+    """Threads of this process as the OS sees them (native pool threads included)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` pass; its last value."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return condition()
+
+
+class ItemError(Exception):
+    """Raised by a :class:`Recorder` item on purpose."""
+
+
+def raise_item_error(index: int) -> None:
+    raise ItemError(f"item {index} failed on purpose")
+
+
+class Recorder:
+    """A map-style dataset of ``index -> index`` that logs every call.
+
+    ``delay`` seconds of sleep per item, or ``slow[index]`` for some;
+    ``blocked`` indices wait on ``release`` (at most ``block_limit`` seconds,
+    so a broken backend cannot hang a test); ``failing`` indices raise
+    :class:`ItemError` from :func:`raise_item_error`.
+    """
+
+    def __init__(
+        self,
+        length: int,
+        delay: float = 0.0,
+        slow: dict[int, float] | None = None,
+        blocked: set[int] | None = None,
+        failing: set[int] | None = None,
+        block_limit: float = 10.0,
+    ) -> None:
+        self.length = length
+        self.delay = delay
+        self.slow = slow or {}
+        self.blocked = blocked or set()
+        self.failing = failing or set()
+        self.block_limit = block_limit
+        self.release = threading.Event()
+        self.calls: list[int] = []
+        self.threads: set[int] = set()
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> int:
+        with self.lock:
+            self.calls.append(index)
+            self.threads.add(threading.get_ident())
+        pause = self.slow.get(index, self.delay)
+        if pause:
+            time.sleep(pause)
+        if index in self.blocked:
+            self.release.wait(self.block_limit)
+        if index in self.failing:
+            raise_item_error(index)
+        return index
