@@ -7,6 +7,8 @@ import multiprocessing.context
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from itertools import islice
 from typing import Any
 
 from . import collate as collate_module
@@ -14,8 +16,17 @@ from .contract import Backend, BatchStream, PoolSpec, WorkerPool
 from .errors import DataLoaderTimeoutError
 from .plan import EpochPlan, iterable_batches, make_fetch
 from .registry import resolve_backend
-from .samplers import BatchSampler, EpochSeeds, RandomSampler, SequentialSampler, derive_seed
-from .worker_info import WorkerInfo, set_worker_info
+from .resume import STATE_VERSION, TrackedBatch, check_compatible, is_stateful
+from .samplers import (
+    BatchSampler,
+    EpochSeeds,
+    RandomSampler,
+    SequentialSampler,
+    derive_seed,
+    load_sampler_state,
+    sampler_state,
+)
+from .worker_info import WorkerInfo, acting_as, set_worker_info
 
 __all__ = ["DataLoader", "LoaderIterator"]
 
@@ -157,10 +168,15 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self.in_order = in_order
         self.seed = seed
-        self._worker_seeds = EpochSeeds(
-            None if generator is not None else derive_seed(seeds.base_seed, _WORKER_SEED_TAG),
-            generator,
+        # Worker seeds take one draw from a user's generator, here, and count on
+        # from it: the sampler alone advances the generator from epoch to epoch,
+        # so a resumed loader replays the same shuffles.
+        worker_base = (
+            seeds.next_seed()
+            if generator is not None
+            else derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
         )
+        self._worker_seeds = EpochSeeds(worker_base)
         self._is_iterable = is_iterable_dataset(dataset)
 
         if self._is_iterable:
@@ -236,6 +252,11 @@ class DataLoader:
         self._live_iterator: weakref.ref[LoaderIterator] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._pin_checked = False
+        # Resume bookkeeping (see resume.py).
+        self._epochs_started = 0
+        self._epoch_start: dict[str, Any] | BaseException = {}
+        self._pool_seed_state = self._worker_seeds.state_dict()
+        self._pending: dict[str, Any] | None = None
 
     @staticmethod
     def _check_multiprocessing_context(context: Any, num_workers: int) -> None:
@@ -279,6 +300,7 @@ class DataLoader:
 
     def _new_pool(self) -> _Pool:
         assert self._backend is not None
+        self._pool_seed_state = self._worker_seeds.state_dict()
         base_seed = self._worker_seeds.next_seed()
         infos = [
             WorkerInfo(
@@ -345,22 +367,118 @@ class DataLoader:
             previous = self._live_iterator() if self._live_iterator else None
             if previous is not None:
                 previous.close()
+        pending, self._pending = self._pending, None
+        skip = pending["batches_consumed"] if pending and not self._is_iterable else 0
+        worker_states = dict(pending["worker_states"]) if pending and self._is_iterable else {}
+        # A resumed iterable epoch starts its round-robin at the worker whose turn it was.
+        first_worker = pending.get("next_worker", 0) if pending and self._is_iterable else 0
+        self._epoch_start = self._capture_epoch_start()
+        self._epochs_started += 1
+        length = self._length_or_none()
+        if length is not None:
+            length -= skip
         if self.num_workers == 0:
-            batches: Iterator[Any] | BatchStream = self._calling_thread_batches()
-            iterator = LoaderIterator(batches, None, self._pin, self._length_or_none())
+            batches: Iterator[Any] | BatchStream = self._calling_thread_batches(skip, worker_states)
+            iterator = LoaderIterator(batches, None, self._pin_or_none(), length, skip)
         else:
             pool, owned = self._pool_for_epoch()
             try:
-                stream = self._start_stream(pool)
+                stream = self._start_stream(pool, skip, worker_states, first_worker)
             except BaseException:
                 if owned:
                     pool.pool.close()
                 raise
-            iterator = LoaderIterator(
-                stream, pool.pool if owned else None, self._pin, self._length_or_none()
-            )
+            owner = pool.pool if owned else None
+            iterator = LoaderIterator(stream, owner, self._pin_or_none(), length, skip)
         self._live_iterator = weakref.ref(iterator)
         return iterator
+
+    # -- resume -----------------------------------------------------------
+
+    def _capture_epoch_start(self) -> dict[str, Any] | BaseException:
+        if self._is_iterable:
+            return {}
+        try:
+            return {"sampler": sampler_state(self._index_source())}
+        except TypeError as error:
+            return error  # raised by state_dict(), not by iterating
+
+    def _config(self) -> dict[str, Any]:
+        """What a state must agree with to be loaded here."""
+        config: dict[str, Any] = {
+            "kind": "iterable" if self._is_iterable else "map",
+            "batch_size": self.batch_size,
+            "drop_last": self.drop_last,
+        }
+        if self._is_iterable:
+            config["num_workers"] = self.num_workers
+        else:
+            config["dataset_length"] = len(self.dataset)
+            source = self._index_source()
+            name = type(source).__name__
+            if isinstance(source, BatchSampler):
+                name += f"({type(source.sampler).__name__})"
+            config["sampler"] = name
+        return config
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where loading stands, as plain (JSON-serialisable) data.
+
+        Taken in the middle of an epoch, a fresh loader that loads it yields
+        exactly the batches this one had not delivered yet, then the same later
+        epochs. Taken between epochs, it resumes at the next epoch.
+        """
+        if self._pending is not None:
+            return dict(self._pending)
+        live = self._live_iterator() if self._live_iterator else None
+        running = live is not None and not live.finished
+        if self._is_iterable and not is_stateful(self.dataset):
+            raise TypeError(
+                f"cannot take a state: iterable dataset {type(self.dataset).__name__} has no "
+                "state_dict()/load_state_dict() (see the user guide's resume section)"
+            )
+        if running:
+            start = self._epoch_start
+            epoch = self._epochs_started - 1
+        else:
+            start = self._capture_epoch_start()
+            epoch = self._epochs_started
+        if isinstance(start, BaseException):
+            raise start
+        state: dict[str, Any] = {"version": STATE_VERSION, **self._config(), "epoch": epoch}
+        if self._is_iterable:
+            states = live.worker_states if running and live is not None else {}
+            state["worker_states"] = [[w, s] for w, s in sorted(states.items())]
+            last = live.last_worker if running and live is not None else None
+            state["next_worker"] = 0 if last is None else (last + 1) % max(1, self.num_workers)
+        else:
+            state["batches_consumed"] = live.position if running and live is not None else 0
+            state["sampler_state"] = start["sampler"]
+            state["worker_seeds"] = self._pool_seed_state
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (from ``state_dict()`` of a loader configured like this)."""
+        check_compatible(state, self._config())
+        live = self._live_iterator() if self._live_iterator else None
+        if live is not None:
+            live.close()
+        if not self._is_iterable:
+            consumed = state.get("batches_consumed")
+            if not isinstance(consumed, int) or consumed < 0:
+                raise ValueError(f"state has an invalid batches_consumed={consumed!r}")
+            load_sampler_state(self._index_source(), state["sampler_state"])
+            self._worker_seeds.load_state_dict(state["worker_seeds"])
+            self._pool_seed_state = self._worker_seeds.state_dict()
+        elif not is_stateful(self.dataset):
+            raise TypeError(
+                f"cannot resume: iterable dataset {type(self.dataset).__name__} has no "
+                "state_dict()/load_state_dict()"
+            )
+        self._epochs_started = int(state["epoch"])
+        self._pending = dict(state)
+        if self._is_iterable:
+            self._pending["worker_states"] = {int(w): s for w, s in state["worker_states"]}
 
     def _length_or_none(self) -> int | None:
         try:
@@ -371,27 +489,41 @@ class DataLoader:
     def _index_source(self) -> Any:
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
-    def _calling_thread_batches(self) -> Iterator[Any]:
+    def _calling_thread_batches(self, skip: int, worker_states: dict[int, Any]) -> Iterator[Any]:
         if self._is_iterable:
-            yield from iterable_batches(
-                self.dataset, self.batch_size, self.drop_last, self.collate_fn, None
-            )
+            yield from self._open_iterable(self.dataset, None, 0, worker_states)
             return
         fetch = make_fetch(self.dataset, self._auto_collation)
         collate = self.collate_fn
-        for job in EpochPlan(self._index_source(), self._auto_collation):
-            yield collate(fetch(job.indices))
+        for indices in islice(self._index_source(), skip, None):
+            yield collate(fetch(indices))
 
-    def _start_stream(self, pool: _Pool) -> BatchStream:
+    def _open_iterable(
+        self, dataset: Any, info: WorkerInfo | None, worker_id: int, states: dict[int, Any]
+    ) -> Iterator[Any]:
+        if worker_id in states:
+            with acting_as(info) if info is not None else nullcontext():
+                dataset.load_state_dict(states[worker_id])
+        return iterable_batches(
+            dataset,
+            self.batch_size,
+            self.drop_last,
+            self.collate_fn,
+            info,
+            worker_id if is_stateful(dataset) else None,
+        )
+
+    def _start_stream(
+        self, pool: _Pool, skip: int, worker_states: dict[int, Any], first_worker: int
+    ) -> BatchStream:
         timeout = self.timeout or None
         if self._is_iterable:
             infos = pool.infos
 
-            def open_stream(worker_id: int) -> Iterator[Any]:
+            def open_stream(stream_id: int) -> Iterator[Any]:
+                worker_id = (stream_id + first_worker) % self.num_workers
                 info = infos[worker_id]
-                return iterable_batches(
-                    info.dataset, self.batch_size, self.drop_last, self.collate_fn, info
-                )
+                return self._open_iterable(info.dataset, info, worker_id, worker_states)
 
             def on_stream_timeout(position: int) -> BaseException:
                 return DataLoaderTimeoutError(
@@ -408,13 +540,16 @@ class DataLoader:
                 on_timeout=on_stream_timeout,
             )
 
-        plan = EpochPlan(self._index_source(), self._auto_collation, memory=self.window + 1)
+        plan = EpochPlan(
+            self._index_source(), self._auto_collation, memory=self.window + 1, skip=skip
+        )
 
         def on_timeout(position: int) -> BaseException:
             indices = plan.indices_of(position)
             which = f" (indices {indices!r})" if indices is not None else ""
             return DataLoaderTimeoutError(
-                f"DataLoader timed out after {self.timeout:g} s waiting for batch {position}{which}"
+                f"DataLoader timed out after {self.timeout:g} s waiting for batch "
+                f"{position + skip}{which}"
             )
 
         return pool.pool.map_batches(
@@ -429,12 +564,13 @@ class DataLoader:
 
     # -- pinning ----------------------------------------------------------
 
-    def _pin(self, batch: Any) -> Any:
+    def _pin_or_none(self) -> Callable[[Any], Any] | None:
+        """The pinning step for this epoch's batches, or None when there is none."""
         if not self.pin_memory:
-            return batch
+            return None
         pin = _pin_function(self.pin_memory_device, warn=not self._pin_checked)
         self._pin_checked = True
-        return pin(batch) if pin is not None else batch
+        return pin
 
 
 def _pin_function(device: str, warn: bool) -> Callable[[Any], Any] | None:
@@ -470,13 +606,20 @@ class LoaderIterator:
         self,
         batches: Iterator[Any] | BatchStream,
         owned_pool: WorkerPool | None,
-        pin: Callable[[Any], Any],
+        pin: Callable[[Any], Any] | None,
         length: int | None,
+        position: int = 0,
     ) -> None:
         self._batches = batches
         self._pin = pin
         self._length = length
         self._closed = False
+        self.finished = False
+        #: batches of the epoch delivered so far (a batch that raised counts)
+        self.position = position
+        #: iterable datasets: worker id -> its dataset state after its last delivered batch
+        self.worker_states: dict[int, Any] = {}
+        self.last_worker: int | None = None
         # Runs on close(), on garbage collection and at interpreter exit.
         self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool)
 
@@ -489,9 +632,20 @@ class LoaderIterator:
         try:
             batch = next(self._batches)
         except StopIteration:
+            self.finished = True
             self.close()
             raise
-        return self._pin(batch)
+        except DataLoaderTimeoutError:
+            raise
+        except Exception:
+            self.position += 1  # that batch was delivered, as its exception
+            raise
+        self.position += 1
+        if type(batch) is TrackedBatch:
+            self.worker_states[batch.worker_id] = batch.state
+            self.last_worker = batch.worker_id
+            batch = batch.batch
+        return batch if self._pin is None else self._pin(batch)
 
     def __len__(self) -> int:
         if self._length is None:

@@ -13,6 +13,7 @@ from itertools import islice
 from typing import Any
 
 from .contract import BatchJob
+from .resume import TrackedBatch
 from .worker_info import WorkerInfo, acting_as
 
 
@@ -23,14 +24,21 @@ class EpochPlan:
     batch can name its indices.
     """
 
-    def __init__(self, index_source: Iterable[Any], batched: bool, memory: int = 1) -> None:
+    def __init__(
+        self, index_source: Iterable[Any], batched: bool, memory: int = 1, skip: int = 0
+    ) -> None:
         self._source = index_source
         self._batched = batched
+        self._skip = skip
         self._recent: deque[BatchJob] = deque(maxlen=max(1, memory))
 
     def __iter__(self) -> Iterator[BatchJob]:
-        for position, indices in enumerate(self._source):
-            job = BatchJob(position, list(indices) if self._batched else indices)
+        """Jobs numbered from 0 after the ``skip`` batches a resumed epoch had delivered."""
+        batched = self._batched
+        for position, indices in enumerate(islice(self._source, self._skip, None)):
+            if batched and type(indices) is not list:
+                indices = list(indices)
+            job = BatchJob(position, indices)
             self._recent.append(job)
             yield job
 
@@ -62,11 +70,14 @@ def iterable_batches(
     drop_last: bool,
     collate: Callable[[Any], Any],
     info: WorkerInfo | None,
+    track_as: int | None = None,
 ) -> Iterator[Any]:
     """One worker's stream of batches from an iterable dataset.
 
     Every step into the user's iterator runs as worker ``info`` (or as the
-    main thread when ``info`` is None), whichever thread advances it.
+    main thread when ``info`` is None), whichever thread advances it. With
+    ``track_as``, each batch comes as a ``TrackedBatch`` carrying the
+    dataset's ``state_dict()`` right after it, for resuming.
     """
 
     def as_worker() -> Any:
@@ -87,4 +98,6 @@ def iterable_batches(
                 if not chunk or (drop_last and len(chunk) < batch_size):
                     return
                 batch = collate(chunk)
+            if track_as is not None:
+                batch = TrackedBatch(batch, track_as, dataset.state_dict())
         yield batch

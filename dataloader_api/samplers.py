@@ -11,6 +11,7 @@ import math
 import random
 import secrets
 from collections.abc import Iterable, Iterator, Sequence, Sized
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -20,6 +21,7 @@ from . import torch_random
 __all__ = [
     "BatchSampler",
     "DistributedSampler",
+    "EpochSeeds",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -32,10 +34,32 @@ _SEED_MASK = 2**63 - 1
 
 
 class Sampler(Generic[T]):
-    """Base class: an iterable of indices (or of index lists, for batch samplers)."""
+    """Base class: an iterable of indices (or of index lists, for batch samplers).
+
+    ``state_dict()`` / ``load_state_dict()`` capture where the sequence of
+    epochs stands, for resuming a loader; samplers without randomness keep none.
+    """
 
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+class _SeededSampler(Sampler[int]):
+    """A sampler whose only state is its per-epoch seeds."""
+
+    seeds: EpochSeeds
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seeds": self.seeds.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.seeds.load_state_dict(state["seeds"])
 
 
 def _is_int(value: object) -> bool:
@@ -63,6 +87,24 @@ class EpochSeeds:
         self.base_seed = int(seed) if seed is not None else secrets.randbits(63)
         self.epoch = 0
 
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data from which ``load_state_dict`` replays the same epoch seeds."""
+        state: dict[str, Any] = {"base_seed": self.base_seed, "epoch": self.epoch}
+        if self.generator is not None:
+            state["generator"] = _generator_state(self.generator)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if ("generator" in state) != (self.generator is not None):
+            raise ValueError(
+                "the state was taken with a generator and this sampler has none, or the "
+                "reverse; pass the same kind of generator (or seed) as the original"
+            )
+        self.base_seed = int(state["base_seed"])
+        self.epoch = int(state["epoch"])
+        if self.generator is not None:
+            _set_generator_state(self.generator, state["generator"])
+
     def next_seed(self) -> int:
         """The seed of the next epoch."""
         epoch = self.epoch
@@ -89,6 +131,31 @@ def _generator_kind(generator: Any) -> str | None:
     return None
 
 
+def _generator_state(generator: Any) -> Any:
+    kind = _generator_kind(generator)
+    if kind == "numpy":
+        return {"numpy": generator.bit_generator.state}
+    if kind == "random":
+        version, internal, gauss = generator.getstate()
+        return {"random": [version, list(internal), gauss]}
+    return {"torch": generator.get_state().tolist()}
+
+
+def _set_generator_state(generator: Any, state: dict[str, Any]) -> None:
+    kind = _generator_kind(generator)
+    if kind not in state:
+        raise ValueError(f"the state holds a {next(iter(state))} generator, not a {kind} one")
+    if kind == "numpy":
+        generator.bit_generator.state = state["numpy"]
+    elif kind == "random":
+        version, internal, gauss = state["random"]
+        generator.setstate((version, tuple(internal), gauss))
+    else:
+        import torch
+
+        generator.set_state(torch.tensor(state["torch"], dtype=torch.uint8))
+
+
 def _draw(generator: Any) -> int:
     kind = _generator_kind(generator)
     if kind == "numpy":
@@ -113,7 +180,7 @@ class SequentialSampler(Sampler[int]):
         return len(self.data_source)
 
 
-class RandomSampler(Sampler[int]):
+class RandomSampler(_SeededSampler):
     """A new permutation every epoch, or ``num_samples`` draws with replacement."""
 
     def __init__(
@@ -161,7 +228,7 @@ class RandomSampler(Sampler[int]):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler[int]):
+class SubsetRandomSampler(_SeededSampler):
     """The given indices in a new random order every epoch."""
 
     def __init__(
@@ -178,7 +245,7 @@ class SubsetRandomSampler(Sampler[int]):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler[int]):
+class WeightedRandomSampler(_SeededSampler):
     """``num_samples`` indices drawn with probability proportional to ``weights``."""
 
     def __init__(
@@ -248,14 +315,25 @@ class BatchSampler(Sampler[list[int]]):
         self.drop_last = drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
-        batch: list[int] = []
-        for index in self.sampler:
-            batch.append(index)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
+        size = self.batch_size
+        if type(self.sampler) is SequentialSampler:
+            # The common case, without touching each index in Python.
+            n = len(self.sampler)
+            stop = n - n % size if self.drop_last else n
+            for start in range(0, stop, size):
+                yield list(range(start, min(start + size, n)))
+            return
+        indices = iter(self.sampler)
+        while batch := list(islice(indices, size)):
+            if len(batch) < size and self.drop_last:
+                return
             yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sampler": sampler_state(self.sampler)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        load_sampler_state(self.sampler, state["sampler"])
 
     def __len__(self) -> int:
         size = len(self.sampler)  # type: ignore[arg-type]
@@ -351,3 +429,29 @@ class DistributedSampler(Sampler[int]):
     def set_epoch(self, epoch: int) -> None:
         """Reshuffle for ``epoch``: every rank must call it with the same value."""
         self.epoch = epoch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch = int(state["epoch"])
+
+
+def sampler_state(sampler: Any) -> Any:
+    """The resumable state of any sampler: its ``state_dict()``, or None for a
+    plain sequence (a list, tuple or range replays itself)."""
+    if callable(getattr(sampler, "state_dict", None)):
+        return sampler.state_dict()
+    if isinstance(sampler, list | tuple | range):
+        return None
+    raise TypeError(
+        f"cannot resume: sampler {type(sampler).__name__} has no state_dict()/load_state_dict(); "
+        "use a dataloader_api sampler, a list of indices, or add those two methods"
+    )
+
+
+def load_sampler_state(sampler: Any, state: Any) -> None:
+    if callable(getattr(sampler, "load_state_dict", None)):
+        sampler.load_state_dict(state)
+    elif state is not None or not isinstance(sampler, list | tuple | range):
+        raise TypeError(f"sampler {type(sampler).__name__} cannot load a state")
