@@ -82,3 +82,19 @@ def test_worker_init_fn_runs_once_per_worker_thread(backend, num_workers, epochs
     pools = 1 if persistent else epochs
     assert sorted(w for w, _ in calls) == sorted(list(range(num_workers)) * pools)
     assert len({t for _, t in calls}) >= num_workers
+
+
+@given(length=st.integers(0, 60), num_workers=st.integers(1, 4), batch_size=st.integers(1, 5))
+def test_in_order_is_round_robin_over_workers(backend, length, num_workers, batch_size):
+    """PyTorch's order: one batch from each worker in turn, skipping finished ones."""
+    shards = [list(range(w, length, num_workers)) for w in range(num_workers)]
+    queues = [[s[i : i + batch_size] for i in range(0, len(s), batch_size)] for s in shards]
+    expected = []
+    while any(queues):
+        for q in queues:
+            if q:
+                expected.append(q.pop(0))
+    loader = DataLoader(
+        Sharded(length), batch_size=batch_size, num_workers=num_workers, backend=backend
+    )
+    assert [b.tolist() for b in loader] == expected

@@ -158,6 +158,15 @@ class _IterablePool(_Wrapped):
         return super().stream_batches(lambda _: open_stream(0), num_streams, **options)
 
 
+class _RotatedPool(_Wrapped):
+    """Starts the round-robin at the second stream instead of the first."""
+
+    def stream_batches(self, open_stream, num_streams, **options):  # type: ignore[no-untyped-def]
+        return super().stream_batches(
+            lambda i: open_stream((i + 1) % num_streams), num_streams, **options
+        )
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -173,3 +182,4 @@ BrokenTimeout = _backend("broken-timeout", _TimeoutPool)
 BrokenShutdown = _backend("broken-shutdown", _ShutdownPool)
 BrokenAttach = _backend("broken-attach", _AttachPool)
 BrokenIterable = _backend("broken-iterable", _IterablePool)
+BrokenRotation = _backend("broken-rotation", _RotatedPool)
