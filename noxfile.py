@@ -1,5 +1,5 @@
-"""Sessions: tests (unit + conformance) and conformance over the CPython matrix,
-conformance_thorough, lint, demo, torch_parity, provision.
+"""Sessions: tests (unit + conformance), conformance, demo and bench over the
+CPython matrix; conformance_thorough, lint, torch_parity, provision.
 
 The matrix is every CPython of MATRIX found on this machine. pyenv's
 interpreters are visible to nox only when PYENV_VERSION lists them, so this
@@ -177,6 +177,16 @@ def demo(session: nox.Session) -> None:
     """The main job: the synthetic dataset through every installed backend."""
     install_project(session)
     session.run("python", "-m", "dataloader_api.demo", *session.posargs)
+
+
+@nox.session(python=PRESENT)
+def bench(session: nox.Session) -> None:
+    """benchmarks/run.py side by side (torch's rows where BENCH_WITH_TORCH=1 installs it).
+
+    `nox -s bench -- --quick` only proves the runner works, as CI does.
+    """
+    install_project(session, *(["torch"] if os.environ.get("BENCH_WITH_TORCH") == "1" else []))
+    session.run("python", "benchmarks/run.py", *session.posargs)
 
 
 @nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)
