@@ -191,12 +191,14 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)
 def torch_parity(session: nox.Session) -> None:
-    """The tests again with PyTorch installed, so the torch comparisons run."""
+    """The tests that compare with PyTorch or need it, with PyTorch installed: parity of
+    samplers and collation, and a real two-process torch.distributed (gloo) job."""
     install_project(session, "torch", *TEST_DEPS)
     session.run(
         "pytest",
         "-q",
         "tests/test_torch_compat.py",
+        "tests/test_distributed.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
         "tests/test_validation.py",

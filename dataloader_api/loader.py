@@ -13,12 +13,14 @@ from typing import Any
 
 from . import collate as collate_module
 from .contract import Backend, BatchStream, PoolSpec, WorkerPool
+from .distributed import rank_and_world_size
 from .errors import DataLoaderTimeoutError
 from .plan import EpochPlan, iterable_batches, make_fetch
 from .registry import resolve_backend
 from .resume import STATE_VERSION, TrackedBatch, check_compatible, is_stateful
 from .samplers import (
     BatchSampler,
+    DistributedSampler,
     EpochSeeds,
     RandomSampler,
     SequentialSampler,
@@ -83,7 +85,10 @@ class DataLoader:
       instead of one epoch.
 
     Added: ``backend`` (see ``dataloader_api.backends()``), ``seed`` (a
-    fixed seed for shuffling and worker seeds; exclusive with ``generator``).
+    fixed seed for shuffling and worker seeds; exclusive with ``generator``),
+    ``distributed`` (shard across the ranks of a ``torch.distributed`` or
+    torchrun job: a ``DistributedSampler`` for map-style datasets, global
+    shard ids in ``get_worker_info()`` for iterable ones; see ``set_epoch``).
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class DataLoader:
         in_order: bool = True,
         backend: str | None = None,
         seed: int | None = None,
+        distributed: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
@@ -152,6 +158,12 @@ class DataLoader:
             )
         if shuffle is not None:
             _check_bool("shuffle", shuffle)
+        _check_bool("distributed", distributed)
+        if distributed and generator is not None:
+            raise ValueError(
+                "distributed=True shuffles from seed, which must be the same on every rank; "
+                "pass seed (default 0) instead of generator"
+            )
         if backend is not None and not isinstance(backend, str):
             raise TypeError(f"backend should be a str or None, but got backend={backend!r}")
         seeds = EpochSeeds(seed, generator)
@@ -197,6 +209,19 @@ class DataLoader:
                 f"but got {type(dataset).__name__}"
             )
         shuffle = bool(shuffle)
+        self.distributed = distributed
+        self.rank, self.world_size = rank_and_world_size() if distributed else (0, 1)
+        if distributed and not self._is_iterable:
+            if sampler is not None or batch_sampler is not None:
+                raise ValueError(
+                    "distributed=True builds its own DistributedSampler, so it is mutually "
+                    "exclusive with sampler and batch_sampler (or pass a DistributedSampler "
+                    "as sampler without distributed=True)"
+                )
+            sampler = DistributedSampler(
+                dataset, self.world_size, self.rank, shuffle=shuffle, seed=seed or 0
+            )
+            shuffle = False
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -303,12 +328,7 @@ class DataLoader:
         self._pool_seed_state = self._worker_seeds.state_dict()
         base_seed = self._worker_seeds.next_seed()
         infos = [
-            WorkerInfo(
-                id=worker_id,
-                num_workers=self.num_workers,
-                seed=base_seed + worker_id,
-                dataset=self._worker_dataset(),
-            )
+            self._worker_info(worker_id, base_seed + worker_id, self._worker_dataset())
             for worker_id in range(self.num_workers)
         ]
         worker_init_fn = self.worker_init_fn
@@ -320,6 +340,33 @@ class DataLoader:
 
         spec = PoolSpec(num_threads=self.num_workers, thread_init=thread_init)
         return _Pool(self._backend.create_pool(spec), infos)
+
+    def _worker_info(self, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
+        workers = max(1, self.num_workers)
+        if self.distributed and self._is_iterable:
+            # Shards count across ranks, so torch's sharding idiom splits both ways.
+            return WorkerInfo(
+                id=self.rank * workers + worker_id,
+                num_workers=self.world_size * workers,
+                seed=seed,
+                dataset=dataset,
+                rank=self.rank,
+                world_size=self.world_size,
+                local_id=worker_id,
+            )
+        return WorkerInfo(
+            worker_id, self.num_workers, seed, dataset, self.rank, self.world_size, worker_id
+        )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forward ``epoch`` to the sampler (a ``DistributedSampler``), on every rank."""
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if set_epoch is None:
+            raise TypeError(
+                f"set_epoch needs a sampler with set_epoch() such as DistributedSampler; this "
+                f"loader's sampler is {type(self.sampler).__name__}"
+            )
+        set_epoch(epoch)
 
     def _worker_dataset(self) -> Any:
         # Each worker of an iterable dataset gets its own shallow copy, as each
@@ -491,7 +538,14 @@ class DataLoader:
 
     def _calling_thread_batches(self, skip: int, worker_states: dict[int, Any]) -> Iterator[Any]:
         if self._is_iterable:
-            yield from self._open_iterable(self.dataset, None, 0, worker_states)
+            # Only a distributed loader gives the calling thread a worker info:
+            # its rank's shard. Otherwise get_worker_info() is None, as in torch.
+            info = (
+                self._worker_info(0, self._worker_seeds.next_seed(), self.dataset)
+                if self.distributed
+                else None
+            )
+            yield from self._open_iterable(self.dataset, info, 0, worker_states)
             return
         fetch = make_fetch(self.dataset, self._auto_collation)
         collate = self.collate_fn

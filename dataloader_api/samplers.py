@@ -345,18 +345,12 @@ class BatchSampler(Sampler[list[int]]):
 def _distributed_defaults(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
     if num_replicas is not None and rank is not None:
         return num_replicas, rank
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        dist = None
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError(
-            "DistributedSampler needs num_replicas and rank, or an initialised "
-            "torch.distributed process group to take them from"
-        )
+    from .distributed import rank_and_world_size
+
+    found_rank, found_world = rank_and_world_size()
     return (
-        dist.get_world_size() if num_replicas is None else num_replicas,
-        dist.get_rank() if rank is None else rank,
+        found_world if num_replicas is None else num_replicas,
+        found_rank if rank is None else rank,
     )
 
 
@@ -364,7 +358,9 @@ class DistributedSampler(Sampler[int]):
     """The shard of one rank, index for index equal to ``torch.utils.data.DistributedSampler``.
 
     The shuffle is torch's own (``randperm`` seeded with ``seed + epoch``),
-    reproduced without torch; call ``set_epoch(e)`` before each epoch.
+    reproduced without torch; call ``set_epoch(e)`` before each epoch. Without
+    ``num_replicas``/``rank`` they come from an initialised ``torch.distributed``
+    process group, else from torchrun's ``WORLD_SIZE``/``RANK``.
     """
 
     def __init__(

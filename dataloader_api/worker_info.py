@@ -11,16 +11,27 @@ from typing import Any
 
 @dataclass(frozen=True)
 class WorkerInfo:
-    """Same fields as ``torch.utils.data.get_worker_info()``'s result.
+    """Same fields as ``torch.utils.data.get_worker_info()``'s result, and the rank.
 
     ``seed`` is ``base_seed + id``, where ``base_seed`` is drawn from the
-    loader's seed or generator for each pool of workers.
+    loader's seed or generator for each pool of workers. With
+    ``DataLoader(distributed=True)`` and an iterable dataset, ``id`` and
+    ``num_workers`` count shards across all ranks (``rank * workers + local
+    id`` of ``world_size * workers``), so the PyTorch sharding idiom splits the
+    data across ranks and workers at once; ``local_id`` is the thread's own id.
     """
 
     id: int
     num_workers: int
     seed: int
     dataset: Any
+    rank: int = 0
+    world_size: int = 1
+    local_id: int = -1
+
+    def __post_init__(self) -> None:
+        if self.local_id < 0:
+            object.__setattr__(self, "local_id", self.id)
 
 
 _current = threading.local()

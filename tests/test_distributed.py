@@ -1,0 +1,167 @@
+"""Sharding across ranks: torchrun's environment, and a real torch.distributed
+(gloo) job of two processes on loopback."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dataloader_api import DataLoader, IterableDataset
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+# Each rank prints one JSON line: its map-style batches for epochs 0 and 1
+# (set_epoch) and its iterable items.
+RANK_PROGRAM = textwrap.dedent("""
+    import json, os, sys
+    from dataloader_api import DataLoader, IterableDataset, get_worker_info
+
+    class Shards(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            return iter(range(info.id, 40, info.num_workers))
+
+    if os.environ.get("USE_GLOO") == "1":
+        import datetime, torch.distributed as dist
+        rank, world = int(sys.argv[1]), int(sys.argv[2])
+        os.environ.pop("RANK", None); os.environ.pop("WORLD_SIZE", None)
+        dist.init_process_group("gloo", init_method=sys.argv[3], rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=60))
+    loader = DataLoader(list(range(50)), batch_size=4, shuffle=True, seed=3, num_workers=2,
+                        distributed=True)
+    epochs = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        epochs.append([i for batch in loader for i in batch.tolist()])
+    stream = [i for b in DataLoader(Shards(), batch_size=3, num_workers=2, distributed=True)
+              for i in b.tolist()]
+    result = {"rank": loader.rank, "world": loader.world_size, "epochs": epochs,
+              "stream": stream}
+    if os.environ.get("USE_GLOO") == "1":
+        gathered = [None, None]
+        dist.all_gather_object(gathered, result)
+        result["gathered_ranks"] = sorted(r["rank"] for r in gathered)
+        dist.destroy_process_group()
+    print(json.dumps(result))
+""")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_ranks(world: int, gloo: bool) -> list[dict]:
+    init = f"tcp://127.0.0.1:{free_port()}"
+    processes = []
+    for rank in range(world):
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "USE_GLOO": "1" if gloo else "0",
+        }
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_PROGRAM, str(rank), str(world), init],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        )
+    results = []
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise
+        assert process.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def check_shards(results: list[dict], world: int) -> None:
+    assert sorted(r["rank"] for r in results) == list(range(world))
+    for epoch in (0, 1):
+        seen = [i for r in results for i in r["epochs"][epoch]]
+        assert sorted(seen) == list(range(50)), epoch  # every index once (50 splits evenly)
+    for r in results:
+        assert r["epochs"][0] != r["epochs"][1]  # set_epoch reshuffles
+    first = results[0]["epochs"][0]
+    assert all(set(first).isdisjoint(r["epochs"][0]) for r in results[1:])
+    items = [i for r in results for i in r["stream"]]
+    assert sorted(items) == list(range(40))  # iterable: ranks x workers, each item once
+
+
+def test_ranks_from_torchrun_environment_shard_exactly_once():
+    check_shards(run_ranks(2, gloo=False), 2)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed; `nox -s torch_parity` runs it")
+def test_real_torch_distributed_gloo_job():
+    results = run_ranks(2, gloo=True)
+    check_shards(results, 2)
+    assert all(r["gathered_ranks"] == [0, 1] for r in results)
+
+
+def test_distributed_without_a_job_says_what_it_needs(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(RuntimeError, match="RANK and WORLD_SIZE"):
+        DataLoader(list(range(4)), distributed=True)
+
+
+@pytest.mark.parametrize(
+    ("rank", "world", "message"),
+    [("x", "2", "should be integers"), ("2", "2", r"should be in \[0")],
+)
+def test_bad_torchrun_environment(monkeypatch, rank, world, message):
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", world)
+    with pytest.raises(ValueError, match=message):
+        DataLoader(list(range(4)), distributed=True)
+
+
+def test_distributed_conflicts_are_named(monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="mutually exclusive with sampler and batch_sampler"):
+        DataLoader(list(range(4)), sampler=[0, 1], distributed=True)
+    import random
+
+    with pytest.raises(ValueError, match="pass seed"):
+        DataLoader(list(range(4)), generator=random.Random(1), distributed=True)
+    with pytest.raises(TypeError, match="set_epoch needs a sampler"):
+        DataLoader(list(range(4))).set_epoch(1)
+
+
+def test_calling_thread_gets_its_ranks_shard(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+
+    class Shards(IterableDataset):
+        def __iter__(self):
+            from dataloader_api import get_worker_info
+
+            info = get_worker_info()
+            assert (info.rank, info.world_size, info.local_id) == (1, 2, 0)
+            return iter(range(info.id, 10, info.num_workers))
+
+    assert [int(b) for b in DataLoader(Shards(), batch_size=None, distributed=True)] == [
+        1,
+        3,
+        5,
+        7,
+        9,
+    ]
