@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import Recorder, batches_as_lists
 
-from dataloader_api import DataLoader, IterableDataset, get_worker_info
+from dataloader_api import DataLoader
+from dataloader_api.testing import ResumableShards
 
 
 @given(
@@ -57,30 +58,6 @@ def test_map_style_resume(
     resumed.close()
 
 
-class Shard(IterableDataset):
-    """Strided shards that report, and can be told, where they are."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.start: int | None = None
-        self.position = 0
-
-    def __iter__(self):
-        info = get_worker_info()
-        workers, wid = (info.num_workers, info.id) if info else (1, 0)
-        first = self.start if self.start is not None else wid
-        self.start = None
-        for i in range(first, self.n, workers):
-            self.position = i + workers
-            yield i
-
-    def state_dict(self) -> dict[str, int]:
-        return {"start": self.position}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.start = state["start"]
-
-
 @given(
     n=st.integers(0, 50),
     batch_size=st.integers(1, 5),
@@ -89,7 +66,9 @@ class Shard(IterableDataset):
 )
 def test_iterable_resume(backend, n, batch_size, num_workers, data):
     def make() -> DataLoader:
-        return DataLoader(Shard(n), batch_size=batch_size, num_workers=num_workers, backend=backend)
+        return DataLoader(
+            ResumableShards(n), batch_size=batch_size, num_workers=num_workers, backend=backend
+        )
 
     full = batches_as_lists(make())
     original = make()

@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
-__all__ = ["ItemError", "Recorder", "os_thread_count", "wait_until"]
+from .datasets import IterableDataset
+from .worker_info import get_worker_info
+
+__all__ = ["ItemError", "Recorder", "ResumableShards", "os_thread_count", "wait_until"]
 
 
 def os_thread_count() -> int:
@@ -78,3 +82,28 @@ class Recorder:
         if index in self.failing:
             raise_item_error(index)
         return index
+
+
+class ResumableShards(IterableDataset):
+    """``range(n)`` in strided shards, one per worker (torch's idiom), that
+    follows the resume protocol: it reports, and can be told, where it is."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.start: int | None = None
+        self.position: int | None = None
+
+    def __iter__(self) -> Iterator[int]:
+        info = get_worker_info()
+        workers, shard = (info.num_workers, info.id) if info else (1, 0)
+        first = self.start if self.start is not None else shard
+        self.start = None
+        for i in range(first, self.n, workers):
+            self.position = i + workers
+            yield i
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"start": self.position}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.start = state["start"]

@@ -13,8 +13,8 @@ from dataloader_api import (
     DistributedSampler,
     IterableDataset,
     WeightedRandomSampler,
-    get_worker_info,
 )
+from dataloader_api.testing import ResumableShards
 
 
 def lists(batches):
@@ -167,35 +167,11 @@ def test_generator_and_seed_states_do_not_mix():
         ).load_state_dict(seeded.state_dict())
 
 
-class Counter(IterableDataset):
-    """An iterable dataset that follows the resume protocol: each worker counts
-    through its shard and reports how far it got."""
-
-    def __init__(self, n):
-        self.n = n
-        self.next_index = None
-
-    def __iter__(self):
-        info = get_worker_info()
-        workers, wid = (info.num_workers, info.id) if info else (1, 0)
-        start = self.next_index if self.next_index is not None else wid
-        self.next_index = None
-        for i in range(start, self.n, workers):
-            self.position = i + workers
-            yield i
-
-    def state_dict(self):
-        return {"next_index": self.position}
-
-    def load_state_dict(self, state):
-        self.next_index = state["next_index"]
-
-
 @pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
 @pytest.mark.parametrize("taken_after", [0, 2, 5])
 def test_iterable_dataset_resumes_each_worker(num_workers, taken_after):
     def make():
-        return DataLoader(Counter(40), batch_size=3, num_workers=num_workers)
+        return DataLoader(ResumableShards(40), batch_size=3, num_workers=num_workers)
 
     original = make()
     iterator = iter(original)
@@ -219,6 +195,6 @@ def test_iterable_without_the_protocol_is_named():
 
 
 def test_iterable_state_requires_the_same_worker_count():
-    state = DataLoader(Counter(10), num_workers=2).state_dict()
+    state = DataLoader(ResumableShards(10), num_workers=2).state_dict()
     with pytest.raises(ValueError, match="num_workers=2, but this loader has num_workers=3"):
-        DataLoader(Counter(10), num_workers=3).load_state_dict(state)
+        DataLoader(ResumableShards(10), num_workers=3).load_state_dict(state)
