@@ -13,13 +13,22 @@ ENV_VAR = "DATALOADER_BACKEND"
 PREFERENCE = ("rust", "cffi", "threads")
 
 
-def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+# Scanning the installed distributions takes about a millisecond, too much for
+# every DataLoader: it is done once, and again only for a name not yet seen.
+_scanned: dict[str, EntryPoint] | None = None
+_loaded: dict[str, Backend] = {}
+
+
+def _entry_points(rescan: bool = False) -> dict[str, EntryPoint]:
+    global _scanned
+    if _scanned is None or rescan:
+        _scanned = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return _scanned
 
 
 def backends() -> list[str]:
     """Names of the installed backends, the default (fastest) first."""
-    names = set(_entry_points())
+    names = set(_entry_points(rescan=True))
     ranked = [name for name in PREFERENCE if name in names]
     return ranked + sorted(names - set(PREFERENCE))
 
@@ -42,6 +51,10 @@ def resolve_backend(name: str | None = None) -> Backend:
         name = ranked[0]
     if not isinstance(name, str):
         raise TypeError(f"backend must be a str or None, got {type(name).__name__}")
+    if name in _loaded:
+        return _loaded[name]
+    if name not in installed:
+        installed = _entry_points(rescan=True)  # installed since the last scan?
     if name not in installed:
         listed = ", ".join(repr(n) for n in backends()) or "none"
         raise ValueError(
@@ -55,4 +68,5 @@ def resolve_backend(name: str | None = None) -> Backend:
             f"backend {name!r} ({installed[name].value}) does not implement "
             "dataloader_api.contract.Backend: it has no create_pool()"
         )
+    _loaded[name] = backend
     return backend  # type: ignore[no-any-return]

@@ -46,7 +46,7 @@ def test_unknown_backend_lists_installed(monkeypatch):
 
 def test_no_backend_installed_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("DATALOADER_BACKEND", raising=False)
-    monkeypatch.setattr(registry, "_entry_points", lambda: {})
+    monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {})
     with pytest.raises(RuntimeError, match="no dataloader_api backend is installed"):
         resolve_backend()
     # loading on the calling thread needs no backend
@@ -55,7 +55,7 @@ def test_no_backend_installed_is_a_clear_error(monkeypatch):
 
 def test_an_entry_point_that_is_not_a_backend_is_rejected(monkeypatch):
     fake = importlib.metadata.EntryPoint("fake", "builtins:dict", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "_entry_points", lambda: {"fake": fake})
+    monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {"fake": fake})
     with pytest.raises(TypeError, match=r"does not implement dataloader_api\.contract\.Backend"):
         resolve_backend("fake")
 
@@ -63,3 +63,17 @@ def test_an_entry_point_that_is_not_a_backend_is_rejected(monkeypatch):
 def test_public_api_is_exported():
     for name in dataloader_api.__all__:
         assert hasattr(dataloader_api, name), name
+
+
+def test_backends_are_scanned_once_and_loaded_once(monkeypatch):
+    scans = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(registry, "entry_points", lambda **kw: scans.append(1) or real(**kw))
+    monkeypatch.setattr(registry, "_scanned", None)
+    monkeypatch.setattr(registry, "_loaded", {})
+    first = resolve_backend("threads")
+    assert resolve_backend("threads") is first
+    assert len(scans) == 1
+    with pytest.raises(ValueError, match="installed backends:"):
+        resolve_backend("not-installed")  # rescans before giving up
+    assert len(scans) >= 2
