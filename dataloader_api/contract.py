@@ -107,11 +107,18 @@ class PoolSpec:
     ``worker_id`` in ``range(num_threads)``, before that thread runs any job:
     it installs what ``get_worker_info()`` returns on the thread and calls the
     user's ``worker_init_fn``.
+
+    ``items_in_parallel`` above 1 is only ever passed to a backend whose
+    ``Backend.supports_items_in_parallel`` is true (the loader rejects it for
+    others): the ``fetch`` of ``map_batches`` then has a ``getitem`` attribute,
+    the dataset's ``__getitem__``, and the backend may call it for the items
+    of one batch on up to that many threads, returning them in index order.
     """
 
     num_threads: int
     thread_init: Callable[[int], None]
     name: str = "dataloader"
+    items_in_parallel: int = 1
 
 
 @runtime_checkable
@@ -184,5 +191,6 @@ class Backend(Protocol):
     """An execution engine, found through the ``dataloader_api.backends`` entry points."""
 
     name: str
+    # Optional: a backend that splits batches sets ``supports_items_in_parallel = True``.
 
     def create_pool(self, spec: PoolSpec) -> WorkerPool: ...

@@ -114,6 +114,7 @@ class DataLoader:
         backend: str | None = None,
         seed: int | None = None,
         distributed: bool = False,
+        items_in_parallel: int = 1,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
@@ -273,6 +274,8 @@ class DataLoader:
         if num_workers > 0 or backend is not None:
             self._backend = resolve_backend(backend)
         self.backend_name = getattr(self._backend, "name", None) if self._backend else None
+        self._check_items_in_parallel(items_in_parallel)
+        self.items_in_parallel = items_in_parallel
         self._persistent_pool: _Pool | None = None
         self._live_iterator: weakref.ref[LoaderIterator] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -302,6 +305,37 @@ class DataLoader:
             raise TypeError(
                 "multiprocessing_context option must be a valid context object or a string "
                 f"specifying the start method, but got multiprocessing_context={context!r}"
+            )
+
+    def _check_items_in_parallel(self, items_in_parallel: Any) -> None:
+        if (
+            isinstance(items_in_parallel, bool)
+            or not isinstance(items_in_parallel, int)
+            or items_in_parallel < 1
+        ):
+            raise ValueError(
+                "items_in_parallel option should be a positive int, but got "
+                f"items_in_parallel={items_in_parallel!r}"
+            )
+        if items_in_parallel == 1:
+            return
+        given = f"items_in_parallel={items_in_parallel}"
+        if self.num_workers == 0:
+            raise ValueError(f"{given} needs worker threads: set num_workers > 0")
+        if self._is_iterable or not self._auto_collation:
+            raise ValueError(
+                f"{given} splits a batch of a map-style dataset into __getitem__ calls; "
+                "it needs a map-style dataset and batch_size or batch_sampler"
+            )
+        if getattr(self.dataset, "__getitems__", None) is not None:
+            raise ValueError(
+                f"{given} splits a batch into __getitem__ calls, but this dataset defines "
+                "__getitems__, which fetches a batch in one call"
+            )
+        if not getattr(self._backend, "supports_items_in_parallel", False):
+            raise ValueError(
+                f"{given} is not supported by backend {self.backend_name!r}, which runs "
+                "each batch on one thread; use backend='rust' or items_in_parallel=1"
             )
 
     @property
@@ -338,7 +372,11 @@ class DataLoader:
             if worker_init_fn is not None:
                 worker_init_fn(worker_id)
 
-        spec = PoolSpec(num_threads=self.num_workers, thread_init=thread_init)
+        spec = PoolSpec(
+            num_threads=self.num_workers,
+            thread_init=thread_init,
+            items_in_parallel=self.items_in_parallel,
+        )
         return _Pool(self._backend.create_pool(spec), infos)
 
     def _worker_info(self, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
@@ -608,7 +646,7 @@ class DataLoader:
 
         return pool.pool.map_batches(
             plan,
-            make_fetch(self.dataset, self._auto_collation),
+            make_fetch(self.dataset, self._auto_collation, itemwise=self.items_in_parallel > 1),
             self.collate_fn,
             window=self.window,
             in_order=self.in_order,

@@ -50,8 +50,13 @@ class EpochPlan:
         return None
 
 
-def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
-    """The callable that turns a job's indices into samples."""
+def make_fetch(dataset: Any, batched: bool, itemwise: bool = False) -> Callable[[Any], Any]:
+    """The callable that turns a job's indices into samples.
+
+    With ``itemwise`` (``items_in_parallel > 1``) it carries the dataset's
+    ``__getitem__`` as ``fetch.getitem``, so a backend may fetch the items of
+    one batch on several threads.
+    """
     if not batched:
         return dataset.__getitem__  # type: ignore[no-any-return]
     getitems = getattr(dataset, "__getitems__", None)
@@ -61,6 +66,8 @@ def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
     def fetch(indices: list[int]) -> list[Any]:
         return [dataset[i] for i in indices]
 
+    if itemwise:
+        fetch.getitem = dataset.__getitem__  # type: ignore[attr-defined]
     return fetch
 
 

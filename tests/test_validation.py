@@ -73,11 +73,42 @@ DATA = list(range(10))
         ({"generator": object()}, TypeError, "generator should be a torch.Generator"),
         ({"backend": 3}, TypeError, "backend should be a str"),
         ({"backend": "no-such-backend"}, ValueError, "installed backends:"),
+        ({"items_in_parallel": 0}, ValueError, "items_in_parallel option should be a positive"),
+        ({"items_in_parallel": True}, ValueError, "items_in_parallel option should be a positive"),
+        ({"items_in_parallel": 2}, ValueError, "items_in_parallel=2 needs worker threads"),
+        (
+            {"items_in_parallel": 2, "num_workers": 1, "batch_size": None},
+            ValueError,
+            "needs a map-style dataset and batch_size",
+        ),
+        (
+            {"items_in_parallel": 2, "num_workers": 1, "backend": "threads"},
+            ValueError,
+            "not supported by backend 'threads'",
+        ),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         DataLoader(DATA, **kwargs)
+
+
+def test_items_in_parallel_rejects_iterable_and_getitems_datasets():
+    with pytest.raises(ValueError, match="needs a map-style dataset"):
+        DataLoader(Stream(), batch_size=2, num_workers=1, items_in_parallel=2)
+
+    class Batched:
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            return index
+
+        def __getitems__(self, indices):
+            return list(indices)
+
+    with pytest.raises(ValueError, match="defines __getitems__"):
+        DataLoader(Batched(), batch_size=2, num_workers=1, items_in_parallel=2)
 
 
 @pytest.mark.parametrize("name", ["shuffle", "sampler", "batch_sampler"])
