@@ -23,7 +23,8 @@ MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
 # Backends that ship with the project, as pip-installable folders.
-BACKENDS = [ROOT / "backends" / "threads"]
+BACKENDS = [ROOT / "backends" / "threads", ROOT / "backends" / "rust"]
+RUST = ROOT / "backends" / "rust"
 TEST_DEPS = ["pytest>=8"]
 # Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
 # range has pure-Python wheels for every interpreter of the matrix.
@@ -110,6 +111,13 @@ def install_suite(session: nox.Session) -> None:
     install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
 
 
+def installed_backends(session: nox.Session) -> list[str]:
+    listed = session.run(
+        "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
+    )
+    return str(listed).split()
+
+
 def run_conformance(session: nox.Session, profile: str, pytest_args: list[str]) -> None:
     """The suite for ``--backend`` in ``pytest_args``, else $DATALOADER_BACKEND, else
     every installed backend but the broken fixtures, which it then proves it catches."""
@@ -123,10 +131,7 @@ def run_conformance(session: nox.Session, profile: str, pytest_args: list[str]) 
     if "--backend" in pytest_args or chosen:
         session.run("pytest", "-q", "conformance", *options, *pytest_args)
         return
-    listed = session.run(
-        "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
-    )
-    for name in [n for n in str(listed).split() if not n.startswith("broken-")]:
+    for name in [n for n in installed_backends(session) if not n.startswith("broken-")]:
         session.log(f"conformance: backend {name}")
         session.run("pytest", "-q", "conformance", "--backend", name, *options, *pytest_args)
     if session.python == DEFAULT_PYTHON:
@@ -141,6 +146,9 @@ def tests(session: nox.Session) -> None:
     install_suite(session)
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
     session.run("pytest", "-q", "tests", *session.posargs)
+    chosen = os.environ.get("DATALOADER_BACKEND")
+    if chosen in (None, "rust") and "rust" in installed_backends(session):
+        session.run("pytest", "-q", "backends/rust/tests", "--timeout", "300")
     run_conformance(session, "fast", [])
 
 
@@ -164,12 +172,29 @@ def conformance_thorough(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on everything, mypy --strict on dataloader_api and the threads backend."""
+    """ruff on everything, mypy --strict on the Python packages; rustfmt, clippy (warnings
+    are errors) and the Rust unit tests of the window and reorder buffers."""
     install_project(session, "ruff>=0.6", "mypy>=1.11", *TEST_DEPS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "--strict", "dataloader_api")
     session.run("mypy", "--strict", "backends/threads/dataloader_threads")
+    session.run("mypy", "--strict", "backends/rust/dataloader_rust")
+    cargo = {"PYO3_PYTHON": str(Path(session.bin) / "python")}
+    with session.chdir(RUST):
+        session.run("cargo", "fmt", "--check", external=True)
+        session.run(
+            "cargo",
+            "clippy",
+            "--release",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+            env=cargo,
+            external=True,
+        )
+        session.run("cargo", "test", "--release", "-p", "dataloader-core", env=cargo, external=True)
 
 
 @nox.session(python=PRESENT)

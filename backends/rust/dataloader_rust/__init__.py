@@ -1,0 +1,52 @@
+"""The ``rust`` backend: a rayon thread pool driven through pyo3.
+
+Each pool thread attaches to the interpreter once, when it starts, and keeps
+that thread state for its whole life; running a job re-activates it. See
+``backends/rust/README.md`` for the design and its measurements.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from dataloader_api.contract import PoolSpec
+
+from ._native import IterStream, MapStream, Pool, mark_exiting
+
+__all__ = ["IterStream", "MapStream", "Pool", "RustBackend"]
+
+# threading's exit hooks run before the interpreter starts finalizing, while
+# pool threads may still attach safely; from then on none of them does.
+getattr(threading, "_register_atexit", atexit.register)(mark_exiting)
+
+# For the attach-once benchmark and the test that proves attach-once matters:
+# with "per-task", each job gets a new thread state and deletes it afterwards.
+_ATTACH_MODE_VARIABLE = "DATALOADER_RUST_ATTACH"
+_ATTACH_MODES = ("once", "per-task")
+
+
+def _attach_once() -> bool:
+    mode = os.environ.get(_ATTACH_MODE_VARIABLE, "once")
+    if mode not in _ATTACH_MODES:
+        raise ValueError(
+            f"{_ATTACH_MODE_VARIABLE}={mode!r} is not one of {', '.join(_ATTACH_MODES)}"
+        )
+    return mode == "once"
+
+
+class RustBackend:
+    """Entry point ``rust`` of the ``dataloader_api.backends`` group."""
+
+    name = "rust"
+    supports_items_in_parallel = True
+
+    def create_pool(self, spec: PoolSpec) -> Pool:
+        return Pool(
+            spec.num_threads,
+            spec.thread_init,
+            spec.name,
+            getattr(spec, "items_in_parallel", 1),
+            _attach_once(),
+        )

@@ -1,0 +1,169 @@
+//! How pool threads hold and re-activate their one Python thread state, and
+//! how every call that may take the interpreter back is guarded against
+//! CPython ending the thread during finalization (see csrc/guard.c).
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+extern "C" {
+    fn dl_guarded_call1(f: *const c_void, a: *mut c_void) -> *mut c_void;
+    fn dl_guarded_call3(
+        f: *const c_void,
+        a: *mut c_void,
+        b: *mut c_void,
+        c: *mut c_void,
+    ) -> *mut c_void;
+    fn dl_guarded_ensure(f: *const c_void) -> i32;
+    fn dl_guarded_restore(f: *const c_void, thread_state: *mut c_void);
+}
+
+/// Set by the interpreter's exit hook: from then on no pool thread attaches.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+pub fn mark_exiting() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+pub fn exiting() -> bool {
+    EXITING.load(Ordering::SeqCst)
+}
+
+thread_local! {
+    /// This pool thread's own state, kept from its start to its end (attach once).
+    static OWN_STATE: Cell<Option<ffi::PyGILState_STATE>> = const { Cell::new(None) };
+}
+
+fn ensure_guarded() -> ffi::PyGILState_STATE {
+    // SAFETY: PyGILState_Ensure takes no argument and returns the C enum
+    // PyGILState_STATE, an int; the shim calls it with that signature.
+    let state = unsafe { dl_guarded_ensure(ffi::PyGILState_Ensure as *const c_void) };
+    if state == 0 {
+        ffi::PyGILState_STATE::PyGILState_LOCKED
+    } else {
+        ffi::PyGILState_STATE::PyGILState_UNLOCKED
+    }
+}
+
+/// Release what `ensure_guarded` took, also when the closure in between panicked.
+struct Ensured(ffi::PyGILState_STATE);
+
+impl Drop for Ensured {
+    fn drop(&mut self) {
+        // SAFETY: pairs with the PyGILState_Ensure of ensure_guarded on this thread.
+        unsafe { ffi::PyGILState_Release(self.0) };
+    }
+}
+
+/// Start of a pool thread: create its thread state and, when `keep` (attach
+/// once), keep it for the thread's whole life, detached between tasks.
+/// Runs `init` attached. None when the interpreter is exiting.
+pub fn thread_start<R>(keep: bool, init: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    if exiting() {
+        return None;
+    }
+    let state = ensure_guarded();
+    let result = Python::attach(init);
+    if keep {
+        OWN_STATE.with(|own| own.set(Some(state)));
+        // SAFETY: attached; the state stays alive (gilstate counter 1) while detached.
+        unsafe { ffi::PyEval_SaveThread() };
+    } else {
+        drop(Ensured(state));
+    }
+    Some(result)
+}
+
+/// End of a pool thread: delete the state kept by `thread_start`, unless the
+/// interpreter is exiting (then the thread touches nothing of it).
+pub fn thread_end() {
+    let Some(state) = OWN_STATE.with(Cell::take) else {
+        return;
+    };
+    if exiting() {
+        return;
+    }
+    // Re-activate the kept state, then release the last reference to it.
+    // SAFETY: this thread's own state, detached since thread_start.
+    unsafe {
+        let own = ffi::PyGILState_GetThisThreadState();
+        dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, own.cast());
+    }
+    drop(Ensured(state));
+}
+
+/// Run `f` attached, on a pool thread that is detached. With attach once this
+/// re-activates the thread's kept state; without it, CPython creates and
+/// deletes a state around `f`. None when the interpreter is exiting.
+pub fn with_python<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    if exiting() {
+        return None;
+    }
+    let _ensured = Ensured(ensure_guarded());
+    Some(Python::attach(f))
+}
+
+/// Like `Python::detach`, for the consumer: waits without the interpreter and
+/// re-attaches through the guard (a daemon thread at exit parks, not aborts).
+pub fn detached<R>(_py: Python<'_>, f: impl FnOnce() -> R) -> R {
+    // SAFETY: attached (we hold `_py`); `f` does not touch Python objects.
+    let saved = unsafe { ffi::PyEval_SaveThread() };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    // SAFETY: re-activates the state saved above, on the same thread.
+    unsafe { dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, saved.cast()) };
+    match result {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// `callable(*args)` through the guard.
+pub fn call<'py>(
+    py: Python<'py>,
+    callable: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: PyObject_Call(callable, args, NULL) with valid, attached objects.
+    unsafe {
+        let result = dl_guarded_call3(
+            ffi::PyObject_Call as *const c_void,
+            callable.as_ptr().cast(),
+            args.as_ptr().cast(),
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, result.cast())
+    }
+}
+
+/// `iter(iterable)` through the guard.
+pub fn iter<'py>(py: Python<'py>, iterable: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: PyObject_GetIter on an attached object.
+    unsafe {
+        let result = dl_guarded_call1(
+            ffi::PyObject_GetIter as *const c_void,
+            iterable.as_ptr().cast(),
+        );
+        Bound::from_owned_ptr_or_err(py, result.cast())
+    }
+}
+
+/// `next(iterator)` through the guard (`iterator` came from `iter`): Ok(None) at the end.
+pub fn next<'py>(
+    py: Python<'py>,
+    iterator: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    // SAFETY: PyIter_Next on an attached object; NULL without error is the end.
+    unsafe {
+        let result = dl_guarded_call1(ffi::PyIter_Next as *const c_void, iterator.as_ptr().cast());
+        match Bound::from_owned_ptr_or_opt(py, result.cast()) {
+            Some(item) => Ok(Some(item)),
+            None => match PyErr::take(py) {
+                Some(error) => Err(error),
+                None => Ok(None),
+            },
+        }
+    }
+}

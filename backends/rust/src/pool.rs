@@ -1,0 +1,402 @@
+//! The worker pool: a rayon thread pool whose threads each attach to the
+//! interpreter once, when they start, and run rayon's loop detached.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::attach;
+use crate::collate::NativeCollate;
+use crate::streams::{IterStream, MapJobs, MapStream};
+
+/// How long `close()` waits for threads busy in user code.
+const CLOSE_JOIN: Duration = Duration::from_secs(2);
+
+/// A lock that a panic elsewhere does not make unusable: the data it guards
+/// is plain bookkeeping, consistent between statements.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The text of a caught Rust panic, for the RuntimeError that replaces it.
+pub fn panic_error(panic: &(dyn std::any::Any + Send)) -> PyErr {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    PyRuntimeError::new_err(format!(
+        "dataloader_rust internal error (Rust panic): {text}"
+    ))
+}
+
+/// An epoch a pool closes when it is closed itself.
+pub trait Epoch: Send + Sync {
+    /// Stop starting its jobs and drop its buffered batches; called attached.
+    fn close(&self);
+}
+
+struct InitState {
+    pending: usize,
+    error: Option<PyErr>,
+}
+
+/// What the pool threads share; nothing in it refers to a user-facing object.
+pub struct PoolShared {
+    closed: AtomicBool,
+    epochs: Mutex<Vec<Weak<dyn Epoch>>>,
+    live_threads: Mutex<usize>,
+    threads_changed: Condvar,
+    init: Mutex<InitState>,
+    init_changed: Condvar,
+}
+
+impl PoolShared {
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub fn track(&self, epoch: Weak<dyn Epoch>) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(PyRuntimeError::new_err("this worker pool is closed"));
+        }
+        let mut epochs = lock(&self.epochs);
+        epochs.retain(|e| e.strong_count() > 0);
+        epochs.push(epoch);
+        Ok(())
+    }
+
+    /// Mark closed and close its epochs; true if it was open.
+    fn close_epochs(&self) -> bool {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let epochs = std::mem::take(&mut *lock(&self.epochs));
+        for epoch in epochs.iter().filter_map(Weak::upgrade) {
+            epoch.close();
+        }
+        true
+    }
+
+    fn init_finished(&self, error: Option<PyErr>) {
+        let mut init = lock(&self.init);
+        init.pending = init.pending.saturating_sub(1);
+        if init.error.is_none() {
+            init.error = error;
+        }
+        self.init_changed.notify_all();
+    }
+
+    fn thread_exited(&self) {
+        let mut live = lock(&self.live_threads);
+        *live = live.saturating_sub(1);
+        self.threads_changed.notify_all();
+    }
+
+    /// Wait until every thread ended or `limit` passed; the number still alive.
+    fn wait_threads(&self, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        let mut live = lock(&self.live_threads);
+        while *live > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            live = self
+                .threads_changed
+                .wait_timeout(live, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *live
+    }
+}
+
+/// Every pool not yet closed, for the interpreter's exit hook.
+static LIVE_POOLS: Mutex<Vec<Weak<PoolShared>>> = Mutex::new(Vec::new());
+
+/// The exit hook: no pool thread attaches from now on, every pool is closed,
+/// nothing waits for a thread.
+#[pyfunction]
+pub fn mark_exiting() {
+    attach::mark_exiting();
+    let pools = std::mem::take(&mut *lock(&LIVE_POOLS));
+    for pool in pools.iter().filter_map(Weak::upgrade) {
+        pool.close_epochs();
+    }
+}
+
+fn worker_main(
+    thread: rayon::ThreadBuilder,
+    shared: Arc<PoolShared>,
+    thread_init: Arc<Py<PyAny>>,
+    attach_once: bool,
+) {
+    let index = thread.index();
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        attach::thread_start(attach_once, |py| -> PyResult<()> {
+            let args = PyTuple::new(py, [index])?;
+            attach::call(py, thread_init.bind(py), args.as_any())?;
+            Ok(())
+        })
+    }));
+    let error = match started {
+        Ok(Some(Ok(()))) => None,
+        Ok(Some(Err(error))) => Some(error),
+        Ok(None) => Some(PyRuntimeError::new_err("the interpreter is exiting")),
+        Err(panic) => Some(panic_error(&*panic)),
+    };
+    shared.init_finished(error);
+    // The last reference may go here, detached: pyo3 then defers the decref.
+    drop(thread_init);
+    // rayon's loop; it returns once the pool is dropped and its jobs are done.
+    thread.run();
+    if catch_unwind(attach::thread_end).is_err() {
+        eprintln!("dataloader_rust: a worker thread failed to release its thread state");
+    }
+    shared.thread_exited();
+}
+
+/// ``num_threads`` rayon threads, each attached to the interpreter once.
+#[pyclass(frozen, module = "dataloader_rust._native")]
+pub struct Pool {
+    shared: Arc<PoolShared>,
+    threads: Mutex<Option<rayon::ThreadPool>>,
+    #[pyo3(get)]
+    num_threads: usize,
+    #[pyo3(get)]
+    items_in_parallel: usize,
+    #[pyo3(get)]
+    attach_once: bool,
+    native: Arc<NativeCollate>,
+}
+
+impl Pool {
+    pub fn shared(&self) -> &Arc<PoolShared> {
+        &self.shared
+    }
+
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> PyResult<()> {
+        match lock(&self.threads).as_ref() {
+            Some(threads) if !self.shared.is_closed() => {
+                threads.spawn(job);
+                Ok(())
+            }
+            _ => Err(PyRuntimeError::new_err(
+                "the worker pool was closed while this epoch was running",
+            )),
+        }
+    }
+
+    fn close_inner(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
+        if !self.shared.close_epochs() {
+            return Ok(());
+        }
+        let threads = lock(&self.threads).take();
+        if attach::exiting() {
+            // Dropping would wake every thread; at exit none may run again.
+            std::mem::forget(threads);
+            return Ok(());
+        }
+        // Threads end once their running job returns; queued jobs see `closed`.
+        drop(threads);
+        if !wait {
+            return Ok(());
+        }
+        let shared = Arc::clone(&self.shared);
+        let busy = attach::detached(py, move || shared.wait_threads(CLOSE_JOIN));
+        if busy > 0 {
+            let message = format!(
+                "{busy} worker thread(s) still busy in dataset code {} s after close(); \
+                 they exit when that call returns",
+                CLOSE_JOIN.as_secs()
+            );
+            PyErr::warn(
+                py,
+                &py.get_type::<PyResourceWarning>(),
+                &std::ffi::CString::new(message)?,
+                2,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Pool {
+    #[new]
+    #[pyo3(signature = (num_threads, thread_init, name = "dataloader", items_in_parallel = 1, attach_once = true))]
+    fn new(
+        py: Python<'_>,
+        num_threads: usize,
+        thread_init: Py<PyAny>,
+        name: &str,
+        items_in_parallel: usize,
+        attach_once: bool,
+    ) -> PyResult<Self> {
+        if num_threads < 1 {
+            return Err(PyValueError::new_err(format!(
+                "num_threads must be at least 1, got {num_threads}"
+            )));
+        }
+        if items_in_parallel < 1 {
+            return Err(PyValueError::new_err(format!(
+                "items_in_parallel must be at least 1, got {items_in_parallel}"
+            )));
+        }
+        let native = Arc::new(NativeCollate::new(py)?);
+        let shared = Arc::new(PoolShared {
+            closed: AtomicBool::new(false),
+            epochs: Mutex::new(Vec::new()),
+            live_threads: Mutex::new(0),
+            threads_changed: Condvar::new(),
+            init: Mutex::new(InitState {
+                pending: num_threads,
+                error: None,
+            }),
+            init_changed: Condvar::new(),
+        });
+        let thread_init = Arc::new(thread_init);
+        let spawn_shared = Arc::clone(&shared);
+        let prefix = format!("{name}-rust");
+        let built = rayon::ThreadPoolBuilder::new()
+            .num_threads(num_threads)
+            .spawn_handler(move |thread| {
+                let shared = Arc::clone(&spawn_shared);
+                let init = Arc::clone(&thread_init);
+                *lock(&shared.live_threads) += 1;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{prefix}-{}", thread.index()))
+                    .spawn(move || worker_main(thread, shared, init, attach_once));
+                if spawned.is_err() {
+                    spawn_shared.thread_exited();
+                }
+                spawned.map(drop)
+            })
+            .build();
+        let threads = match built {
+            Ok(threads) => threads,
+            Err(error) => {
+                shared.closed.store(true, Ordering::SeqCst);
+                return Err(PyRuntimeError::new_err(format!(
+                    "could not start {num_threads} worker threads: {error}"
+                )));
+            }
+        };
+        let pool = Pool {
+            shared: Arc::clone(&shared),
+            threads: Mutex::new(Some(threads)),
+            num_threads,
+            items_in_parallel,
+            attach_once,
+            native,
+        };
+        lock(&LIVE_POOLS).retain(|p| p.strong_count() > 0);
+        lock(&LIVE_POOLS).push(Arc::downgrade(&shared));
+        // Wait for every thread's thread_init, detached: they need the interpreter.
+        let waited = Arc::clone(&shared);
+        let error = attach::detached(py, move || {
+            let mut init = lock(&waited.init);
+            while init.pending > 0 {
+                init = waited
+                    .init_changed
+                    .wait(init)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            init.error.take()
+        });
+        if let Some(error) = error {
+            pool.close_inner(py, true)?;
+            return Err(error);
+        }
+        Ok(pool)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    #[pyo3(signature = (jobs, fetch, collate, *, window, in_order, timeout, on_timeout))]
+    #[allow(clippy::too_many_arguments)]
+    fn map_batches(
+        slf: &Bound<'_, Self>,
+        jobs: &Bound<'_, PyAny>,
+        fetch: Py<PyAny>,
+        collate: &Bound<'_, PyAny>,
+        window: usize,
+        in_order: bool,
+        timeout: Option<f64>,
+        on_timeout: Py<PyAny>,
+    ) -> PyResult<MapStream> {
+        let py = slf.py();
+        let this = slf.get();
+        let native = this
+            .native
+            .replaces(collate)
+            .then(|| Arc::clone(&this.native));
+        let getitem = if this.items_in_parallel > 1 {
+            fetch.bind(py).getattr_opt("getitem")?.map(Bound::unbind)
+        } else {
+            None
+        };
+        let fns = MapJobs {
+            fetch,
+            collate: collate.clone().unbind(),
+            native,
+            getitem,
+            items_in_parallel: this.items_in_parallel,
+        };
+        MapStream::new(
+            slf.clone().unbind(),
+            jobs,
+            fns,
+            window,
+            in_order,
+            timeout,
+            on_timeout,
+        )
+    }
+
+    #[pyo3(signature = (open_stream, num_streams, *, window, in_order, timeout, on_timeout))]
+    #[allow(clippy::too_many_arguments)]
+    fn stream_batches(
+        slf: &Bound<'_, Self>,
+        open_stream: Py<PyAny>,
+        num_streams: usize,
+        window: usize,
+        in_order: bool,
+        timeout: Option<f64>,
+        on_timeout: Py<PyAny>,
+    ) -> PyResult<IterStream> {
+        IterStream::new(
+            slf.get(),
+            open_stream,
+            num_streams,
+            window,
+            in_order,
+            timeout,
+            on_timeout,
+        )
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.close_inner(py, true)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Dropped by the interpreter (attached); closing must not wait here.
+        Python::attach(|py| {
+            if let Err(error) = self.close_inner(py, false) {
+                error.write_unraisable(py, None);
+            }
+        });
+    }
+}

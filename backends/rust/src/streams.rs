@@ -1,0 +1,569 @@
+//! The batches of one epoch: `MapStream` (map-style datasets, jobs from the
+//! plan) and `IterStream` (iterable datasets, one stream per worker).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use dataloader_core::{StreamBuffers, Take, Window};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use rayon::prelude::*;
+
+use crate::attach;
+use crate::collate::NativeCollate;
+use crate::pool::{lock, panic_error, Epoch, Pool, PoolShared};
+
+/// The consumer checks for signals (KeyboardInterrupt) at least this often.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+/// How long the consumer spins (yielding) before it sleeps on the condition variable.
+const SPIN: Duration = Duration::from_micros(50);
+/// A worker waiting for room wakes this often, to notice exit and closing.
+const IDLE_WAKE: Duration = Duration::from_millis(200);
+
+type Outcome = PyResult<Py<PyAny>>;
+
+fn pool_closed_error() -> PyErr {
+    PyRuntimeError::new_err("the worker pool was closed while this epoch was running")
+}
+
+fn timeout_of(seconds: Option<f64>) -> PyResult<Option<Duration>> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "timeout must be a positive number of seconds or None, got {s}"
+        ))),
+    }
+}
+
+/// Raise `error` (or return the batch) to the consumer.
+fn deliver(outcome: Outcome) -> PyResult<Option<Py<PyAny>>> {
+    outcome.map(Some)
+}
+
+/// The consumer's wait: detached, in slices, checking signals in between.
+/// `ready` is evaluated under the epoch's lock. False on timeout.
+fn wait_for<T>(
+    py: Python<'_>,
+    state: &Mutex<T>,
+    changed: &Condvar,
+    deadline: Option<Instant>,
+    ready: impl Fn(&T) -> bool + Send + Sync,
+) -> PyResult<bool> {
+    loop {
+        if ready(&lock(state)) {
+            return Ok(true);
+        }
+        let slice = match deadline {
+            None => WAIT_SLICE,
+            Some(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Ok(false);
+                }
+                WAIT_SLICE.min(deadline - now)
+            }
+        };
+        attach::detached(py, || {
+            // A batch due within microseconds is cheaper to spin for than to sleep for.
+            let spin_until = Instant::now() + SPIN;
+            while Instant::now() < spin_until {
+                if ready(&lock(state)) {
+                    return;
+                }
+                std::thread::yield_now();
+            }
+            let guard = lock(state);
+            if !ready(&guard) {
+                drop(changed.wait_timeout(guard, slice));
+            }
+        });
+        py.check_signals()?;
+    }
+}
+
+/// The callables a map-style job runs.
+pub struct MapJobs {
+    pub fetch: Py<PyAny>,
+    pub collate: Py<PyAny>,
+    /// Set when `collate` is the default collate and may be done natively.
+    pub native: Option<Arc<NativeCollate>>,
+    /// The dataset's `__getitem__`, when items of a batch are fetched in parallel.
+    pub getitem: Option<Py<PyAny>>,
+    pub items_in_parallel: usize,
+}
+
+impl MapJobs {
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        indices: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let samples = match &self.getitem {
+            Some(getitem) => self.fetch_in_parallel(py, getitem, indices)?,
+            None => {
+                let args = PyTuple::new(py, [indices])?;
+                attach::call(py, self.fetch.bind(py), args.as_any())?
+            }
+        };
+        match &self.native {
+            Some(native) => native.collate(&samples),
+            None => {
+                let args = PyTuple::new(py, [samples])?;
+                attach::call(py, self.collate.bind(py), args.as_any())
+            }
+        }
+    }
+
+    /// `[getitem(i) for i in indices]`, items spread over the pool's threads.
+    fn fetch_in_parallel<'py>(
+        &self,
+        py: Python<'py>,
+        getitem: &Py<PyAny>,
+        indices: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let indices: Vec<Py<PyAny>> = indices
+            .try_iter()?
+            .map(|i| i.map(Bound::unbind))
+            .collect::<PyResult<_>>()?;
+        let chunk = indices.len().div_ceil(self.items_in_parallel).max(1);
+        let fetched: Vec<Option<PyResult<Vec<Py<PyAny>>>>> = attach::detached(py, || {
+            indices
+                .par_chunks(chunk)
+                .map(|part| {
+                    attach::with_python(|py| {
+                        part.iter()
+                            .map(|index| {
+                                let args = PyTuple::new(py, [index.bind(py)])?;
+                                Ok(attach::call(py, getitem.bind(py), args.as_any())?.unbind())
+                            })
+                            .collect()
+                    })
+                })
+                .collect()
+        });
+        let list = PyList::empty(py);
+        for part in fetched {
+            let part = part.ok_or_else(|| PyRuntimeError::new_err("the interpreter is exiting"))?;
+            for item in part? {
+                list.append(item)?;
+            }
+        }
+        Ok(list.into_any())
+    }
+}
+
+struct MapShared {
+    window: Mutex<Window<Outcome>>,
+    changed: Condvar,
+    closed: AtomicBool,
+}
+
+impl MapShared {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+impl Epoch for MapShared {
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let dropped = lock(&self.window).drain();
+        self.changed.notify_all();
+        drop(dropped);
+    }
+}
+
+fn run_map_job(shared: Arc<MapShared>, fns: Arc<MapJobs>, position: u64, indices: Py<PyAny>) {
+    if attach::exiting() {
+        // At exit no pool thread touches Python again, not even to decref.
+        std::mem::forget(indices);
+        return;
+    }
+    if shared.is_closed() {
+        attach::with_python(|_| drop(indices));
+        return;
+    }
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        attach::with_python(|py| {
+            let outcome = fns.run(py, indices.bind(py)).map(Bound::unbind);
+            let leftover = {
+                let mut window = lock(&shared.window);
+                if shared.is_closed() {
+                    Some(outcome)
+                } else {
+                    window.finish(position, outcome);
+                    None
+                }
+            };
+            shared.changed.notify_all();
+            drop(leftover);
+            drop(indices);
+        })
+    }));
+    if let Err(panic) = ran {
+        let error = panic_error(&*panic);
+        attach::with_python(|_| {
+            let mut window = lock(&shared.window);
+            if !shared.is_closed() {
+                window.finish(position, Err(error));
+            }
+        });
+        shared.changed.notify_all();
+    }
+}
+
+struct MapConsumer {
+    jobs: Option<Py<PyAny>>,
+}
+
+/// The batches of one map-style epoch.
+#[pyclass(frozen, module = "dataloader_rust._native")]
+pub struct MapStream {
+    pool: Py<Pool>,
+    pool_shared: Arc<PoolShared>,
+    shared: Arc<MapShared>,
+    fns: Arc<MapJobs>,
+    consumer: Mutex<MapConsumer>,
+    timeout: Option<Duration>,
+    on_timeout: Py<PyAny>,
+}
+
+impl MapStream {
+    pub fn new(
+        pool: Py<Pool>,
+        jobs: &Bound<'_, PyAny>,
+        fns: MapJobs,
+        window: usize,
+        in_order: bool,
+        timeout: Option<f64>,
+        on_timeout: Py<PyAny>,
+    ) -> PyResult<Self> {
+        let window = Window::new(window, in_order)
+            .ok_or_else(|| PyValueError::new_err("window must be at least 1, got 0"))?;
+        let shared = Arc::new(MapShared {
+            window: Mutex::new(window),
+            changed: Condvar::new(),
+            closed: AtomicBool::new(false),
+        });
+        let pool_shared = Arc::clone(pool.get().shared());
+        let epoch: Arc<dyn Epoch> = shared.clone();
+        pool_shared.track(Arc::downgrade(&epoch))?;
+        let jobs = attach::iter(jobs.py(), jobs)?.unbind();
+        Ok(MapStream {
+            pool,
+            pool_shared,
+            shared,
+            fns: Arc::new(fns),
+            consumer: Mutex::new(MapConsumer { jobs: Some(jobs) }),
+            timeout: timeout_of(timeout)?,
+            on_timeout,
+        })
+    }
+
+    /// Start jobs while the window has room. Runs on the consumer's thread:
+    /// the jobs iterator is the user's sampler.
+    fn top_up(&self, py: Python<'_>, consumer: &mut MapConsumer) -> PyResult<()> {
+        while let Some(jobs) = &consumer.jobs {
+            if !lock(&self.shared.window).has_room() {
+                return Ok(());
+            }
+            let Some(job) = attach::next(py, jobs.bind(py))? else {
+                consumer.jobs = None;
+                return Ok(());
+            };
+            let position: u64 = job.getattr(intern!(py, "position"))?.extract()?;
+            let indices = job.getattr(intern!(py, "indices"))?.unbind();
+            lock(&self.shared.window).start();
+            let (shared, fns) = (Arc::clone(&self.shared), Arc::clone(&self.fns));
+            self.pool
+                .get()
+                .spawn(move || run_map_job(shared, fns, position, indices))?;
+        }
+        Ok(())
+    }
+
+    fn end_of_wait(&self) -> PyResult<Option<Py<PyAny>>> {
+        if self.pool_shared.is_closed() {
+            Err(pool_closed_error())
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+#[pymethods]
+impl MapStream {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Ok(mut consumer) = self.consumer.try_lock() else {
+            return Err(PyRuntimeError::new_err(
+                "this batch stream is being read by another thread",
+            ));
+        };
+        if self.shared.is_closed() {
+            return self.end_of_wait();
+        }
+        self.top_up(py, &mut consumer)?;
+        if consumer.jobs.is_none() && lock(&self.shared.window).is_idle() {
+            Epoch::close(&*self.shared);
+            return Ok(None);
+        }
+        let deadline = self.timeout.map(|t| Instant::now() + t);
+        let shared = &self.shared;
+        let arrived = wait_for(py, &shared.window, &shared.changed, deadline, |w| {
+            w.ready() || shared.is_closed()
+        })?;
+        if !arrived {
+            let position = lock(&shared.window).waiting_for();
+            consumer.jobs = None;
+            Epoch::close(&**shared);
+            let error = self.on_timeout.bind(py).call1((position,))?;
+            return Err(PyErr::from_value(error));
+        }
+        let taken = lock(&shared.window).take();
+        let Some((_, outcome)) = taken else {
+            return self.end_of_wait();
+        };
+        self.top_up(py, &mut consumer)?;
+        deliver(outcome)
+    }
+
+    fn close(&self) {
+        if let Ok(mut consumer) = self.consumer.try_lock() {
+            consumer.jobs = None;
+        }
+        Epoch::close(&*self.shared);
+    }
+}
+
+impl Drop for MapStream {
+    fn drop(&mut self) {
+        Epoch::close(&*self.shared);
+    }
+}
+
+struct IterShared {
+    buffers: Mutex<StreamBuffers<Outcome>>,
+    changed: Condvar,
+    closed: AtomicBool,
+}
+
+impl IterShared {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+impl Epoch for IterShared {
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let dropped = lock(&self.buffers).drain();
+        self.changed.notify_all();
+        drop(dropped);
+    }
+}
+
+enum Step {
+    Batch(Py<PyAny>),
+    End,
+    Failed(PyErr),
+}
+
+/// Advance stream `stream` on this pool thread until it ends or the epoch closes.
+fn drain(shared: Arc<IterShared>, stream: usize, open_stream: Arc<Py<PyAny>>) {
+    let mut items: Option<Py<PyAny>> = None;
+    loop {
+        {
+            let mut buffers = lock(&shared.buffers);
+            while !buffers.has_room(stream) && !shared.is_closed() && !attach::exiting() {
+                buffers = shared
+                    .changed
+                    .wait_timeout(buffers, IDLE_WAKE)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+            }
+        }
+        if shared.is_closed() || attach::exiting() {
+            break;
+        }
+        let stepped = catch_unwind(AssertUnwindSafe(|| {
+            attach::with_python(|py| {
+                let iterator = match &items {
+                    Some(iterator) => iterator.bind(py).clone(),
+                    None => {
+                        let opened = PyTuple::new(py, [stream])
+                            .and_then(|args| attach::call(py, open_stream.bind(py), args.as_any()))
+                            .and_then(|stream| attach::iter(py, &stream));
+                        match opened {
+                            Ok(iterator) => {
+                                items = Some(iterator.clone().unbind());
+                                iterator
+                            }
+                            Err(error) => return Step::Failed(error),
+                        }
+                    }
+                };
+                match attach::next(py, &iterator) {
+                    Ok(Some(batch)) => Step::Batch(batch.unbind()),
+                    Ok(None) => Step::End,
+                    Err(error) => Step::Failed(error),
+                }
+            })
+        }));
+        let step = match stepped {
+            Ok(Some(step)) => step,
+            Ok(None) => break, // exiting
+            Err(panic) => Step::Failed(panic_error(&*panic)),
+        };
+        let finished = !matches!(step, Step::Batch(_));
+        let leftover = {
+            let mut buffers = lock(&shared.buffers);
+            if shared.is_closed() {
+                Some(step)
+            } else {
+                match step {
+                    Step::Batch(batch) => buffers.push(stream, Ok(batch)),
+                    Step::Failed(error) => buffers.push(stream, Err(error)),
+                    Step::End => {}
+                }
+                if finished {
+                    buffers.end(stream);
+                }
+                None
+            }
+        };
+        shared.changed.notify_all();
+        if leftover.is_some() {
+            attach::with_python(|_| drop(leftover));
+            break;
+        }
+        if finished {
+            break;
+        }
+    }
+    if items.is_some() {
+        if attach::exiting() {
+            std::mem::forget(items);
+        } else {
+            attach::with_python(|_| drop(items));
+        }
+    }
+}
+
+/// The batches of one iterable-dataset epoch.
+#[pyclass(frozen, module = "dataloader_rust._native")]
+pub struct IterStream {
+    pool_shared: Arc<PoolShared>,
+    shared: Arc<IterShared>,
+    delivered: Mutex<u64>,
+    timeout: Option<Duration>,
+    on_timeout: Py<PyAny>,
+}
+
+impl IterStream {
+    pub fn new(
+        pool: &Pool,
+        open_stream: Py<PyAny>,
+        num_streams: usize,
+        window: usize,
+        in_order: bool,
+        timeout: Option<f64>,
+        on_timeout: Py<PyAny>,
+    ) -> PyResult<Self> {
+        if num_streams < 1 {
+            return Err(PyValueError::new_err(format!(
+                "num_streams must be at least 1, got {num_streams}"
+            )));
+        }
+        let buffers = StreamBuffers::new(num_streams, window, in_order)
+            .ok_or_else(|| PyValueError::new_err("window must be at least 1, got 0"))?;
+        let shared = Arc::new(IterShared {
+            buffers: Mutex::new(buffers),
+            changed: Condvar::new(),
+            closed: AtomicBool::new(false),
+        });
+        let pool_shared = Arc::clone(pool.shared());
+        let epoch: Arc<dyn Epoch> = shared.clone();
+        pool_shared.track(Arc::downgrade(&epoch))?;
+        let timeout = timeout_of(timeout)?;
+        let open_stream = Arc::new(open_stream);
+        for stream in 0..num_streams {
+            let (shared, open_stream) = (Arc::clone(&shared), Arc::clone(&open_stream));
+            pool.spawn(move || drain(shared, stream, open_stream))?;
+        }
+        Ok(IterStream {
+            pool_shared,
+            shared,
+            delivered: Mutex::new(0),
+            timeout,
+            on_timeout,
+        })
+    }
+}
+
+#[pymethods]
+impl IterStream {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Ok(mut delivered) = self.delivered.try_lock() else {
+            return Err(PyRuntimeError::new_err(
+                "this batch stream is being read by another thread",
+            ));
+        };
+        let shared = &self.shared;
+        let deadline = self.timeout.map(|t| Instant::now() + t);
+        loop {
+            if shared.is_closed() {
+                return if self.pool_shared.is_closed() {
+                    Err(pool_closed_error())
+                } else {
+                    Ok(None)
+                };
+            }
+            let taken = lock(&shared.buffers).take();
+            match taken {
+                Take::Batch(_, outcome) => {
+                    *delivered += 1;
+                    shared.changed.notify_all(); // a drain task may wait for room
+                    return deliver(outcome);
+                }
+                Take::End => {
+                    shared.closed.store(true, Ordering::SeqCst);
+                    return Ok(None);
+                }
+                Take::Wait => {}
+            }
+            // Wait for a change, then look again: which stream is due is decided by take().
+            let seen = lock(&shared.buffers).changes();
+            let arrived = wait_for(py, &shared.buffers, &shared.changed, deadline, |b| {
+                b.changes() != seen || shared.is_closed()
+            })?;
+            if !arrived {
+                Epoch::close(&**shared);
+                let error = self.on_timeout.bind(py).call1((*delivered,))?;
+                return Err(PyErr::from_value(error));
+            }
+        }
+    }
+
+    fn close(&self) {
+        Epoch::close(&*self.shared);
+    }
+}
+
+impl Drop for IterStream {
+    fn drop(&mut self) {
+        Epoch::close(&*self.shared);
+    }
+}
