@@ -124,6 +124,33 @@ def test_random_shutdown_schedules(backend):
     )
 
 
+def test_one_collection_frees_iterators_dropped_in_cycles(backend):
+    """A schedule Hypothesis once found: the backend's epoch objects formed a cycle
+    of their own, so one gc.collect() freed the user's iterator but not the loader
+    behind it, and a persistent pool kept running."""
+    py_threads = threading.active_count()
+    loaders = [
+        DataLoader(
+            Recorder(400, slow={i: 0.001 for i in range(400)}),
+            batch_size=BATCH,
+            num_workers=workers,
+            prefetch_factor=prefetch,
+            persistent_workers=persistent,
+            backend=backend,
+        )
+        for workers, persistent, prefetch in ((2, True, 2), (1, False, 1), (1, False, 1))
+    ]
+    iterators = [iter(loaders[0]), iter(loaders[1]), iter(loaders[1])]
+    for _ in range(2):
+        holder: list[object] = [iterators.pop(0)]
+        holder.append(holder)
+        del holder
+    iterators.clear()
+    loaders.clear()
+    gc.collect()
+    assert wait_until(lambda: threading.active_count() <= py_threads, 5), threading.enumerate()
+
+
 @pytest.mark.parametrize("how", ["close", "break", "del", "gc"])
 def test_no_dataset_call_starts_after_shutdown(backend, how):
     dataset = Recorder(1000, slow={i: 0.002 for i in range(1000)})

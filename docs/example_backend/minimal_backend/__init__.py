@@ -96,7 +96,9 @@ class MinimalPool:
         cancelled = epoch.cancelled
         job_iterator = iter(jobs)
 
-        def start_jobs() -> None:
+        # The epoch is passed in, not closed over: epoch -> refill -> epoch would be
+        # a cycle that outlives the iterator until a second garbage collection.
+        def start_jobs(epoch: _Epoch) -> None:
             # On the consumer's thread: keep `window` jobs started but not consumed.
             while epoch.started - epoch.consumed < window:
                 job = next(job_iterator, None)
@@ -194,7 +196,7 @@ class _Epoch:
         self.timeout, self.on_timeout = timeout, on_timeout
         self.cancelled = threading.Event()
         self.ready: dict[Any, list[tuple[bool, Any]]] = {}  # key -> finished batches
-        self.refill: Callable[[], None] = lambda: None
+        self.refill: Callable[[_Epoch], None] = lambda epoch: None
         self.on_consume: Callable[[Any], None] = lambda key: None
         self.mapped = True  # map_batches epoch (jobs), else stream_batches
         self.started = 0
@@ -225,7 +227,7 @@ class _Epoch:
     def __next__(self) -> Any:
         if self.cancelled.is_set():
             raise StopIteration
-        self.refill()
+        self.refill(self)
         mapped = self.mapped
         if mapped and self.consumed == self.started:
             self.close()
@@ -263,7 +265,7 @@ class _Epoch:
         self.consumed += 1
         self.turn += 1
         self.on_consume(key)
-        self.refill()
+        self.refill(self)
         if ok:
             return value
         try:
