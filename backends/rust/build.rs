@@ -1,4 +1,5 @@
 fn main() {
+    pyo3_build_config::use_pyo3_cfgs();
     println!("cargo:rerun-if-changed=csrc/guard.c");
     println!("cargo:rerun-if-env-changed=CFLAGS");
     cc::Build::new()

@@ -16,6 +16,9 @@ use crate::streams::{IterStream, MapJobs, MapStream};
 
 /// How long `close()` waits for threads busy in user code.
 const CLOSE_JOIN: Duration = Duration::from_secs(2);
+/// Free-threaded builds: how often idle workers run a little Python (see `idle_ticker`).
+#[cfg(Py_GIL_DISABLED)]
+const IDLE_TICK: Duration = Duration::from_millis(200);
 
 /// A lock that a panic elsewhere does not make unusable: the data it guards
 /// is plain bookkeeping, consistent between statements.
@@ -56,6 +59,8 @@ pub struct PoolShared {
     init_changed: Condvar,
 }
 
+type Threads = Arc<Mutex<Option<rayon::ThreadPool>>>;
+
 impl PoolShared {
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
@@ -76,6 +81,8 @@ impl PoolShared {
         if self.closed.swap(true, Ordering::SeqCst) {
             return false;
         }
+        // Wake the idle ticker, which waits on this condition variable.
+        self.threads_changed.notify_all();
         let epochs = std::mem::take(&mut *lock(&self.epochs));
         for epoch in epochs.iter().filter_map(Weak::upgrade) {
             epoch.close();
@@ -162,11 +169,54 @@ fn worker_main(
     shared.thread_exited();
 }
 
+/// Free-threaded builds free an object made on a worker (an exception it raised)
+/// on that worker, when it next runs Python code: a rayon thread idle in its
+/// sleep never would, and a failed epoch would stay alive. So every
+/// `IDLE_TICK` each worker briefly runs a Python no-op.
+#[cfg(Py_GIL_DISABLED)]
+fn idle_ticker(shared: Arc<PoolShared>, threads: Threads, tick: Arc<Py<PyAny>>) {
+    let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    loop {
+        {
+            let live = lock(&shared.live_threads);
+            let (live, _) = shared
+                .threads_changed
+                .wait_timeout(live, IDLE_TICK)
+                .unwrap_or_else(PoisonError::into_inner);
+            drop(live);
+        }
+        if shared.is_closed() || attach::exiting() {
+            break;
+        }
+        if pending.load(Ordering::SeqCst) > 0 {
+            continue; // the last tick has not run everywhere yet: workers are busy anyway
+        }
+        if let Some(pool) = lock(&threads).as_ref() {
+            pending.fetch_add(pool.current_num_threads(), Ordering::SeqCst);
+            let (tick, pending) = (Arc::clone(&tick), Arc::clone(&pending));
+            pool.spawn_broadcast(move |_| {
+                attach::with_python(|py| {
+                    if let Ok(args) = PyTuple::new(py, Vec::<Py<PyAny>>::new()) {
+                        let _ = attach::call(py, tick.bind(py), args.as_any());
+                    }
+                });
+                pending.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+    if !attach::exiting() {
+        attach::with_python(|_| drop(tick));
+    } else {
+        std::mem::forget(tick);
+    }
+    shared.thread_exited();
+}
+
 /// ``num_threads`` rayon threads, each attached to the interpreter once.
 #[pyclass(frozen, module = "dataloader_rust._native")]
 pub struct Pool {
     shared: Arc<PoolShared>,
-    threads: Mutex<Option<rayon::ThreadPool>>,
+    threads: Threads,
     #[pyo3(get)]
     num_threads: usize,
     #[pyo3(get)]
@@ -288,9 +338,22 @@ impl Pool {
                 )));
             }
         };
+        let threads: Threads = Arc::new(Mutex::new(Some(threads)));
+        #[cfg(Py_GIL_DISABLED)]
+        {
+            let tick = py.eval(c"lambda: None", None, None)?.unbind();
+            let (ticker_shared, ticker_threads) = (Arc::clone(&shared), Arc::clone(&threads));
+            *lock(&shared.live_threads) += 1;
+            let started = std::thread::Builder::new()
+                .name(format!("{name}-rust-idle"))
+                .spawn(move || idle_ticker(ticker_shared, ticker_threads, Arc::new(tick)));
+            if started.is_err() {
+                shared.thread_exited();
+            }
+        }
         let pool = Pool {
             shared: Arc::clone(&shared),
-            threads: Mutex::new(Some(threads)),
+            threads,
             num_threads,
             items_in_parallel,
             attach_once,

@@ -531,7 +531,11 @@ impl IterStream {
                     Ok(None)
                 };
             }
-            let taken = lock(&shared.buffers).take();
+            // Under one lock: a push between take() and reading `changes` would be lost.
+            let (taken, seen) = {
+                let mut buffers = lock(&shared.buffers);
+                (buffers.take(), buffers.changes())
+            };
             match taken {
                 Take::Batch(_, outcome) => {
                     *delivered += 1;
@@ -545,7 +549,6 @@ impl IterStream {
                 Take::Wait => {}
             }
             // Wait for a change, then look again: which stream is due is decided by take().
-            let seen = lock(&shared.buffers).changes();
             let arrived = wait_for(py, &shared.buffers, &shared.changed, deadline, |b| {
                 b.changes() != seen || shared.is_closed()
             })?;
