@@ -108,6 +108,9 @@ def install_project(session: nox.Session, *extra: str) -> None:
 def install_suite(session: nox.Session) -> None:
     """The project plus what the unit tests and the conformance suite need."""
     extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
+    if session.python in ("3.11", "3.12", "3.13"):
+        # The async tests run on uvloop where it has wheels (not free-threaded builds).
+        extra.append("uvloop")
     install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
 
 

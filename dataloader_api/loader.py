@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import multiprocessing.context
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from itertools import islice
 from typing import Any
 
 from . import collate as collate_module
-from .contract import Backend, BatchStream, PoolSpec, WorkerPool
+from .aio import EVENT_LOOPS, AsyncEpoch, AsyncRunner, async_getitem
+from .contract import Backend, BatchJob, BatchStream, PoolSpec, WorkerPool
 from .distributed import rank_and_world_size
 from .errors import DataLoaderTimeoutError
 from .plan import EpochPlan, iterable_batches, make_fetch
@@ -115,6 +117,8 @@ class DataLoader:
         seed: int | None = None,
         distributed: bool = False,
         items_in_parallel: int = 1,
+        max_concurrency: int | None = None,
+        event_loop: str = "auto",
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
@@ -276,6 +280,11 @@ class DataLoader:
         self.backend_name = getattr(self._backend, "name", None) if self._backend else None
         self._check_items_in_parallel(items_in_parallel)
         self.items_in_parallel = items_in_parallel
+        self._agetitem = None if self._is_iterable else async_getitem(dataset)
+        self._check_async(max_concurrency, event_loop)
+        self.max_concurrency = max_concurrency
+        self.event_loop = event_loop
+        self._runner: AsyncRunner | None = None
         self._persistent_pool: _Pool | None = None
         self._live_iterator: weakref.ref[LoaderIterator] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -337,6 +346,61 @@ class DataLoader:
                 f"{given} is not supported by backend {self.backend_name!r}, which runs "
                 "each batch on one thread; use backend='rust' or items_in_parallel=1"
             )
+
+    def _check_async(self, max_concurrency: Any, event_loop: Any) -> None:
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError(
+                "max_concurrency option should be a positive int or None, but got "
+                f"max_concurrency={max_concurrency!r}"
+            )
+        if event_loop not in EVENT_LOOPS:
+            raise ValueError(
+                f"event_loop option should be one of {', '.join(map(repr, EVENT_LOOPS))}, "
+                f"but got event_loop={event_loop!r}"
+            )
+        given = [
+            f"{name}={value!r}"
+            for name, value, default in (
+                ("max_concurrency", max_concurrency, None),
+                ("event_loop", event_loop, "auto"),
+            )
+            if value != default
+        ]
+        if self._agetitem is None:
+            if given:
+                raise ValueError(
+                    f"{' and '.join(given)} only apply to async datasets (a map-style dataset "
+                    "with an async def __getitem__ or __agetitem__); this one is not async"
+                )
+            return
+        if self.items_in_parallel > 1:
+            raise ValueError(
+                f"items_in_parallel={self.items_in_parallel} does not apply to an async "
+                "dataset: the items of a batch already run concurrently (see max_concurrency)"
+            )
+        if getattr(self.dataset, "__getitems__", None) is not None:
+            raise ValueError(
+                "this dataset has both a coroutine item getter and __getitems__; "
+                "the loader would not know which to use: keep one"
+            )
+        if event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ValueError(
+                "event_loop='uvloop' needs uvloop, which is not installed; "
+                "pip install uvloop, or use event_loop='auto' or 'asyncio'"
+            )
+
+    def _async_epoch(self) -> AsyncEpoch | None:
+        """The async side of a new epoch, on the loader's event loop (made once)."""
+        if self._agetitem is None:
+            return None
+        if self._runner is None or self._runner.closed:
+            # It stops its loop when the last loader or epoch using it is gone.
+            self._runner = AsyncRunner(self.event_loop, self.max_concurrency)
+        return AsyncEpoch(self._runner, self._agetitem, self._auto_collation)
 
     @property
     def window(self) -> int:
@@ -437,6 +501,8 @@ class DataLoader:
         if self._finalizer is not None:
             self._finalizer()
         self._persistent_pool = None
+        if self._runner is not None:
+            self._runner.close()
 
     def __enter__(self) -> DataLoader:
         return self
@@ -462,19 +528,22 @@ class DataLoader:
         length = self._length_or_none()
         if length is not None:
             length -= skip
+        aio = self._async_epoch()
         if self.num_workers == 0:
-            batches: Iterator[Any] | BatchStream = self._calling_thread_batches(skip, worker_states)
-            iterator = LoaderIterator(batches, None, self._pin_or_none(), length, skip)
+            batches: Iterator[Any] | BatchStream = self._calling_thread_batches(
+                skip, worker_states, aio
+            )
+            iterator = LoaderIterator(batches, None, self._pin_or_none(), length, skip, aio)
         else:
             pool, owned = self._pool_for_epoch()
             try:
-                stream = self._start_stream(pool, skip, worker_states, first_worker)
+                stream = self._start_stream(pool, skip, worker_states, first_worker, aio)
             except BaseException:
                 if owned:
                     pool.pool.close()
                 raise
             owner = pool.pool if owned else None
-            iterator = LoaderIterator(stream, owner, self._pin_or_none(), length, skip)
+            iterator = LoaderIterator(stream, owner, self._pin_or_none(), length, skip, aio)
         self._live_iterator = weakref.ref(iterator)
         return iterator
 
@@ -574,21 +643,25 @@ class DataLoader:
     def _index_source(self) -> Any:
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
-    def _calling_thread_batches(self, skip: int, worker_states: dict[int, Any]) -> Iterator[Any]:
+    def _calling_thread_batches(
+        self, skip: int, worker_states: dict[int, Any], aio: AsyncEpoch | None = None
+    ) -> Iterator[Any]:
         if self._is_iterable:
-            # Only a distributed loader gives the calling thread a worker info:
-            # its rank's shard. Otherwise get_worker_info() is None, as in torch.
-            info = (
-                self._worker_info(0, self._worker_seeds.next_seed(), self.dataset)
-                if self.distributed
-                else None
-            )
-            yield from self._open_iterable(self.dataset, info, 0, worker_states)
-            return
-        fetch = make_fetch(self.dataset, self._auto_collation)
-        collate = self.collate_fn
-        for indices in islice(self._index_source(), skip, None):
-            yield collate(fetch(indices))
+            return self._calling_thread_stream(worker_states)
+        fetch = aio.fetch_now if aio is not None else make_fetch(self.dataset, self._auto_collation)
+        return _CallingThreadBatches(
+            islice(self._index_source(), skip, None), fetch, self.collate_fn
+        )
+
+    def _calling_thread_stream(self, worker_states: dict[int, Any]) -> Iterator[Any]:
+        # Only a distributed loader gives the calling thread a worker info:
+        # its rank's shard. Otherwise get_worker_info() is None, as in torch.
+        info = (
+            self._worker_info(0, self._worker_seeds.next_seed(), self.dataset)
+            if self.distributed
+            else None
+        )
+        yield from self._open_iterable(self.dataset, info, 0, worker_states)
 
     def _open_iterable(
         self, dataset: Any, info: WorkerInfo | None, worker_id: int, states: dict[int, Any]
@@ -606,7 +679,12 @@ class DataLoader:
         )
 
     def _start_stream(
-        self, pool: _Pool, skip: int, worker_states: dict[int, Any], first_worker: int
+        self,
+        pool: _Pool,
+        skip: int,
+        worker_states: dict[int, Any],
+        first_worker: int,
+        aio: AsyncEpoch | None = None,
     ) -> BatchStream:
         timeout = self.timeout or None
         if self._is_iterable:
@@ -644,9 +722,18 @@ class DataLoader:
                 f"{position + skip}{which}"
             )
 
+        if aio is not None:
+            # Each batch's coroutines start as the backend takes its job; workers wait.
+            jobs: Iterable[BatchJob] = aio.jobs(plan)
+            fetch: Callable[[Any], Any] = aio.fetch
+        else:
+            jobs = plan
+            fetch = make_fetch(
+                self.dataset, self._auto_collation, itemwise=self.items_in_parallel > 1
+            )
         return pool.pool.map_batches(
-            plan,
-            make_fetch(self.dataset, self._auto_collation, itemwise=self.items_in_parallel > 1),
+            jobs,
+            fetch,
             self.collate_fn,
             window=self.window,
             in_order=self.in_order,
@@ -691,6 +778,22 @@ def _pin_function(device: str, warn: bool) -> Callable[[Any], Any] | None:
     return pin
 
 
+class _CallingThreadBatches:
+    """Map-style batches loaded by ``__next__`` itself; a failed batch does not end the
+    epoch (a generator would be finished by its exception), as in torch."""
+
+    def __init__(
+        self, indices: Iterator[Any], fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
+    ) -> None:
+        self._indices, self._fetch, self._collate = indices, fetch, collate
+
+    def __iter__(self) -> _CallingThreadBatches:
+        return self
+
+    def __next__(self) -> Any:
+        return self._collate(self._fetch(next(self._indices)))
+
+
 class LoaderIterator:
     """One epoch of a ``DataLoader``; closing it (or dropping it) stops its workers."""
 
@@ -701,6 +804,7 @@ class LoaderIterator:
         pin: Callable[[Any], Any] | None,
         length: int | None,
         position: int = 0,
+        aio: AsyncEpoch | None = None,
     ) -> None:
         self._batches = batches
         self._pin = pin
@@ -713,7 +817,7 @@ class LoaderIterator:
         self.worker_states: dict[int, Any] = {}
         self.last_worker: int | None = None
         # Runs on close(), on garbage collection and at interpreter exit.
-        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool)
+        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool, aio)
 
     def __iter__(self) -> LoaderIterator:
         return self
@@ -756,11 +860,15 @@ class LoaderIterator:
         self.close()
 
 
-def _close_all(batches: Any, pool: WorkerPool | None) -> None:
+def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None = None) -> None:
     close = getattr(batches, "close", None)
     try:
         if close is not None:
-            close()
+            close()  # no new job starts
     finally:
-        if pool is not None:
-            pool.close()
+        try:
+            if aio is not None:
+                aio.close()  # cancel running coroutines: workers waiting on them return
+        finally:
+            if pool is not None:
+                pool.close()
