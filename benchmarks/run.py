@@ -375,6 +375,7 @@ def attach_once(runs: int, scale: int) -> list[str]:
         os.environ["DATALOADER_RUST_ATTACH"] = mode
         entry = ours(dataset, "rust", 2, 32, collate_fn=identity)
         entry.label = f"rust, 2 workers, attach {mode}"
+        entry.epoch()  # the mode is read when the (persistent) pool is made: now
         entries.append(entry)
     os.environ.pop("DATALOADER_RUST_ATTACH")
     rates = measure(entries, runs)
