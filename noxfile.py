@@ -28,7 +28,12 @@ RUST = ROOT / "backends" / "rust"
 TEST_DEPS = ["pytest>=8"]
 # Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
 # range has pure-Python wheels for every interpreter of the matrix.
-CONFORMANCE_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100,<6.156"]
+CONFORMANCE_DEPS = [
+    "pytest>=8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100,<6.156",
+    "tqdm",  # tests/test_stats.py: the progress bar's total
+]
 BROKEN_BACKENDS = ROOT / "conformance" / "broken"
 # The backend guide's example, checked like any out-of-tree backend.
 EXAMPLE_BACKEND = ROOT / "docs" / "example_backend"

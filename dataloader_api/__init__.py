@@ -23,6 +23,7 @@ from .samplers import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
+from .stats import EpochStats
 from .worker_info import WorkerInfo, get_worker_info
 
 __version__ = "0.1.0"
@@ -36,6 +37,7 @@ __all__ = [
     "DataLoaderTimeoutError",
     "Dataset",
     "DistributedSampler",
+    "EpochStats",
     "IterableDataset",
     "LoaderIterator",
     "PoolSpec",

@@ -158,7 +158,10 @@ class WorkerPool(Protocol):
         the loader's own wrappers; a backend may replace ``collate`` by an
         equivalent native implementation when ``collate`` is
         ``dataloader_api.collate.default_collate`` and produces an identical
-        result.
+        result. With ``collect_stats``, ``collate`` and ``fetch`` are timing
+        wrappers: ``collate.__wrapped__`` is the function to compare, and a
+        backend that collates natively then calls ``collate.record(seconds)``
+        (one that fetches items itself, ``fetch.record(seconds, items)``).
         """
         ...
 

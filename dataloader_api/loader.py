@@ -10,6 +10,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from itertools import islice
+from time import perf_counter
 from typing import Any
 
 from . import collate as collate_module
@@ -30,6 +31,7 @@ from .samplers import (
     load_sampler_state,
     sampler_state,
 )
+from .stats import EpochStats, StatsRecorder, print_summary
 from .worker_info import WorkerInfo, acting_as, set_worker_info
 
 __all__ = ["DataLoader", "LoaderIterator"]
@@ -119,6 +121,8 @@ class DataLoader:
         items_in_parallel: int = 1,
         max_concurrency: int | None = None,
         event_loop: str = "auto",
+        epoch_summary: bool | Callable[[EpochStats], None] = False,
+        collect_stats: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
@@ -285,6 +289,15 @@ class DataLoader:
         self.max_concurrency = max_concurrency
         self.event_loop = event_loop
         self._runner: AsyncRunner | None = None
+        if not isinstance(epoch_summary, bool) and not callable(epoch_summary):
+            raise TypeError(
+                "epoch_summary should be a bool or a callable taking EpochStats, but got "
+                f"epoch_summary={epoch_summary!r}"
+            )
+        self.epoch_summary = epoch_summary
+        # Timing every fetch and collate costs about 2 us per batch: only on request.
+        self.collect_stats = _check_bool("collect_stats", collect_stats) or bool(epoch_summary)
+        self._recorder: StatsRecorder | None = None
         self._persistent_pool: _Pool | None = None
         self._live_iterator: weakref.ref[LoaderIterator] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -529,23 +542,54 @@ class DataLoader:
         if length is not None:
             length -= skip
         aio = self._async_epoch()
+        recorder = (
+            StatsRecorder(self._epochs_started, self.num_workers, self.window, self._is_iterable)
+            if self.collect_stats
+            else None
+        )
+        self._recorder = recorder
+        summary = self._summary_callback()
         if self.num_workers == 0:
             batches: Iterator[Any] | BatchStream = self._calling_thread_batches(
-                skip, worker_states, aio
+                skip, worker_states, aio, recorder
             )
-            iterator = LoaderIterator(batches, None, self._pin_or_none(), length, skip, aio)
+            iterator = LoaderIterator(
+                batches, None, self._pin_or_none(), length, skip, aio, recorder, summary
+            )
         else:
             pool, owned = self._pool_for_epoch()
             try:
-                stream = self._start_stream(pool, skip, worker_states, first_worker, aio)
+                stream = self._start_stream(pool, skip, worker_states, first_worker, aio, recorder)
             except BaseException:
                 if owned:
                     pool.pool.close()
                 raise
             owner = pool.pool if owned else None
-            iterator = LoaderIterator(stream, owner, self._pin_or_none(), length, skip, aio)
+            iterator = LoaderIterator(
+                stream, owner, self._pin_or_none(), length, skip, aio, recorder, summary
+            )
         self._live_iterator = weakref.ref(iterator)
         return iterator
+
+    # -- stats ------------------------------------------------------------
+
+    def stats(self) -> EpochStats:
+        """Figures of the current epoch, or of the last one (see ``EpochStats``)."""
+        if not self.collect_stats:
+            raise RuntimeError(
+                "stats() needs DataLoader(..., collect_stats=True) (or epoch_summary): "
+                "timing every batch is off by default"
+            )
+        if self._recorder is None:
+            raise RuntimeError("stats(): no epoch of this loader has started yet")
+        return self._recorder.snapshot()
+
+    def _summary_callback(self) -> Callable[[EpochStats], None] | None:
+        if self.epoch_summary is True:
+            return print_summary
+        if callable(self.epoch_summary):
+            return self.epoch_summary
+        return None
 
     # -- resume -----------------------------------------------------------
 
@@ -644,16 +688,23 @@ class DataLoader:
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
     def _calling_thread_batches(
-        self, skip: int, worker_states: dict[int, Any], aio: AsyncEpoch | None = None
+        self,
+        skip: int,
+        worker_states: dict[int, Any],
+        aio: AsyncEpoch | None,
+        recorder: StatsRecorder | None,
     ) -> Iterator[Any]:
+        collate = recorder.timed_collate(self.collate_fn) if recorder else self.collate_fn
         if self._is_iterable:
-            return self._calling_thread_stream(worker_states)
+            return self._calling_thread_stream(worker_states, collate)
         fetch = aio.fetch_now if aio is not None else make_fetch(self.dataset, self._auto_collation)
-        return _CallingThreadBatches(
-            islice(self._index_source(), skip, None), fetch, self.collate_fn
-        )
+        if recorder is not None:
+            fetch = recorder.timed_fetch(fetch, self._auto_collation)
+        return _CallingThreadBatches(islice(self._index_source(), skip, None), fetch, collate)
 
-    def _calling_thread_stream(self, worker_states: dict[int, Any]) -> Iterator[Any]:
+    def _calling_thread_stream(
+        self, worker_states: dict[int, Any], collate: Callable[[Any], Any]
+    ) -> Iterator[Any]:
         # Only a distributed loader gives the calling thread a worker info:
         # its rank's shard. Otherwise get_worker_info() is None, as in torch.
         info = (
@@ -661,10 +712,15 @@ class DataLoader:
             if self.distributed
             else None
         )
-        yield from self._open_iterable(self.dataset, info, 0, worker_states)
+        yield from self._open_iterable(self.dataset, info, 0, worker_states, collate)
 
     def _open_iterable(
-        self, dataset: Any, info: WorkerInfo | None, worker_id: int, states: dict[int, Any]
+        self,
+        dataset: Any,
+        info: WorkerInfo | None,
+        worker_id: int,
+        states: dict[int, Any],
+        collate: Callable[[Any], Any],
     ) -> Iterator[Any]:
         if worker_id in states:
             with acting_as(info) if info is not None else nullcontext():
@@ -673,7 +729,7 @@ class DataLoader:
             dataset,
             self.batch_size,
             self.drop_last,
-            self.collate_fn,
+            collate,
             info,
             worker_id if is_stateful(dataset) else None,
         )
@@ -684,16 +740,18 @@ class DataLoader:
         skip: int,
         worker_states: dict[int, Any],
         first_worker: int,
-        aio: AsyncEpoch | None = None,
+        aio: AsyncEpoch | None,
+        recorder: StatsRecorder | None,
     ) -> BatchStream:
         timeout = self.timeout or None
+        collate = recorder.timed_collate(self.collate_fn) if recorder else self.collate_fn
         if self._is_iterable:
             infos = pool.infos
 
             def open_stream(stream_id: int) -> Iterator[Any]:
                 worker_id = (stream_id + first_worker) % self.num_workers
                 info = infos[worker_id]
-                return self._open_iterable(info.dataset, info, worker_id, worker_states)
+                return self._open_iterable(info.dataset, info, worker_id, worker_states, collate)
 
             def on_stream_timeout(position: int) -> BaseException:
                 return DataLoaderTimeoutError(
@@ -731,10 +789,13 @@ class DataLoader:
             fetch = make_fetch(
                 self.dataset, self._auto_collation, itemwise=self.items_in_parallel > 1
             )
+        if recorder is not None:
+            jobs = recorder.jobs(jobs)
+            fetch = recorder.timed_fetch(fetch, self._auto_collation)
         return pool.pool.map_batches(
             jobs,
             fetch,
-            self.collate_fn,
+            collate,
             window=self.window,
             in_order=self.in_order,
             timeout=timeout,
@@ -805,8 +866,12 @@ class LoaderIterator:
         length: int | None,
         position: int = 0,
         aio: AsyncEpoch | None = None,
+        recorder: StatsRecorder | None = None,
+        summary: Callable[[EpochStats], None] | None = None,
     ) -> None:
         self._batches = batches
+        self._recorder = recorder
+        self._summary = summary
         self._pin = pin
         self._length = length
         self._closed = False
@@ -825,17 +890,30 @@ class LoaderIterator:
     def __next__(self) -> Any:
         if self._closed:
             raise StopIteration
+        recorder = self._recorder
+        start = perf_counter()
         try:
             batch = next(self._batches)
         except StopIteration:
             self.finished = True
             self.close()
+            if recorder is not None:
+                recorder.waited(perf_counter() - start)
+                stats = recorder.finish()
+                if self._summary is not None:
+                    self._summary(stats)
             raise
         except DataLoaderTimeoutError:
+            if recorder is not None:
+                recorder.waited(perf_counter() - start)
             raise
         except Exception:
             self.position += 1  # that batch was delivered, as its exception
+            if recorder is not None:
+                recorder.delivered(perf_counter() - start)
             raise
+        if recorder is not None:
+            recorder.delivered(perf_counter() - start)
         self.position += 1
         if type(batch) is TrackedBatch:
             self.worker_states[batch.worker_id] = batch.state

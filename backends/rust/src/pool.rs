@@ -399,20 +399,34 @@ impl Pool {
     ) -> PyResult<MapStream> {
         let py = slf.py();
         let this = slf.get();
+        // The loader times collate with a wrapper: look through it, and report
+        // the native collation's time to it (dataloader_api.stats).
+        let wrapped = collate.getattr_opt("__wrapped__")?;
+        let user_collate = wrapped.as_ref().unwrap_or(collate);
         let native = this
             .native
-            .replaces(collate)
+            .replaces(user_collate)
             .then(|| Arc::clone(&this.native));
-        let getitem = if this.items_in_parallel > 1 {
-            fetch.bind(py).getattr_opt("getitem")?.map(Bound::unbind)
+        let collate_record = match (&native, &wrapped) {
+            (Some(_), Some(_)) => collate.getattr_opt("record")?.map(Bound::unbind),
+            _ => None,
+        };
+        let (getitem, fetch_record) = if this.items_in_parallel > 1 {
+            let fetch = fetch.bind(py);
+            (
+                fetch.getattr_opt("getitem")?.map(Bound::unbind),
+                fetch.getattr_opt("record")?.map(Bound::unbind),
+            )
         } else {
-            None
+            (None, None)
         };
         let fns = MapJobs {
             fetch,
             collate: collate.clone().unbind(),
             native,
+            collate_record,
             getitem,
+            fetch_record,
             items_in_parallel: this.items_in_parallel,
         };
         MapStream::new(

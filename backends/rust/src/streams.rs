@@ -92,9 +92,22 @@ pub struct MapJobs {
     pub collate: Py<PyAny>,
     /// Set when `collate` is the default collate and may be done natively.
     pub native: Option<Arc<NativeCollate>>,
+    /// `collate.record(seconds)` of the loader's timing wrapper, for native collation.
+    pub collate_record: Option<Py<PyAny>>,
     /// The dataset's `__getitem__`, when items of a batch are fetched in parallel.
     pub getitem: Option<Py<PyAny>>,
+    /// `fetch.record(seconds, items)` of the loader's timing wrapper, for that case.
+    pub fetch_record: Option<Py<PyAny>>,
     pub items_in_parallel: usize,
+}
+
+/// Call one of the loader's `record` callables; its failure is only reported.
+fn report<'py>(py: Python<'py>, record: &Option<Py<PyAny>>, args: PyResult<Bound<'py, PyTuple>>) {
+    let Some(record) = record else { return };
+    let called = args.and_then(|args| attach::call(py, record.bind(py), args.as_any()));
+    if let Err(error) = called {
+        error.write_unraisable(py, None);
+    }
 }
 
 impl MapJobs {
@@ -104,14 +117,27 @@ impl MapJobs {
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let samples = match &self.getitem {
-            Some(getitem) => self.fetch_in_parallel(py, getitem, indices)?,
+            Some(getitem) => {
+                let started = Instant::now();
+                let samples = self.fetch_in_parallel(py, getitem, indices)?;
+                let seconds = started.elapsed().as_secs_f64();
+                let items = samples.len()?;
+                report(py, &self.fetch_record, (seconds, items).into_pyobject(py));
+                samples
+            }
             None => {
                 let args = PyTuple::new(py, [indices])?;
                 attach::call(py, self.fetch.bind(py), args.as_any())?
             }
         };
         match &self.native {
-            Some(native) => native.collate(&samples),
+            Some(native) => {
+                let started = Instant::now();
+                let batch = native.collate(&samples);
+                let seconds = started.elapsed().as_secs_f64();
+                report(py, &self.collate_record, PyTuple::new(py, [seconds]));
+                batch
+            }
             None => {
                 let args = PyTuple::new(py, [samples])?;
                 attach::call(py, self.collate.bind(py), args.as_any())

@@ -258,3 +258,17 @@ def test_unknown_attach_mode_is_named(monkeypatch):
 )
 def test_import_keeps_the_gil_disabled():
     assert not sys._is_gil_enabled()
+
+
+def test_native_collation_survives_the_loaders_timing_wrapper(monkeypatch):
+    calls = []
+    real_stack = np.stack
+    monkeypatch.setattr(np, "stack", lambda *a, **k: calls.append(1) or real_stack(*a, **k))
+    samples = [np.full((3, 8, 8), i, np.float32) for i in range(32)]
+    loader = DataLoader(
+        Items(samples), batch_size=8, num_workers=2, backend="rust", collect_stats=True
+    )
+    batches = list(loader)
+    assert calls == []
+    assert [b.shape for b in batches] == [(8, 3, 8, 8)] * 4
+    assert loader.stats().collate_seconds > 0  # reported by the native path
