@@ -23,8 +23,11 @@ MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
 # Backends that ship with the project, as pip-installable folders.
-BACKENDS = [ROOT / "backends" / "threads", ROOT / "backends" / "rust"]
+BACKENDS = [ROOT / "backends" / "threads", ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
 RUST = ROOT / "backends" / "rust"
+CFFI = ROOT / "backends" / "cffi"
+# cffi 2.x builds for free-threaded CPython only from 3.14t on.
+CFFI_REFUSES = {"3.13t": "cffi 2.x does not support free-threaded CPython 3.13t (3.14t+ only)"}
 TEST_DEPS = ["pytest>=8"]
 # Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
 # range has pure-Python wheels for every interpreter of the matrix.
@@ -107,7 +110,10 @@ def install_project(session: nox.Session, *extra: str) -> None:
     if session.python == "3.13t":
         # NumPy 2.5 ships no cp313t wheels; 2.4 does, so pip need not build it.
         pins.append("numpy<2.5")
-    session.install(str(ROOT), *(str(b) for b in BACKENDS), *pins, *extra)
+    backends = [b for b in BACKENDS if not (b == CFFI and session.python in CFFI_REFUSES)]
+    if session.python in CFFI_REFUSES:
+        session.log(f"skipping the cffi backend: {CFFI_REFUSES[str(session.python)]}")
+    session.install(str(ROOT), *(str(b) for b in backends), *pins, *extra)
 
 
 def install_suite(session: nox.Session) -> None:
@@ -155,8 +161,12 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
     session.run("pytest", "-q", "tests", *session.posargs)
     chosen = os.environ.get("DATALOADER_BACKEND")
-    if chosen in (None, "rust") and "rust" in installed_backends(session):
-        session.run("pytest", "-q", "backends/rust/tests", "--timeout", "300")
+    installed = installed_backends(session)
+    for name, tests in (("rust", "backends/rust/tests"), ("cffi", "backends/cffi/tests")):
+        if chosen in (None, name) and name in installed:
+            session.run("pytest", "-q", tests, "--timeout", "300")
+    if chosen == "cffi" and session.python in CFFI_REFUSES:
+        session.skip(CFFI_REFUSES[str(session.python)])
     run_conformance(session, "fast", [])
 
 
@@ -188,6 +198,7 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "--strict", "dataloader_api")
     session.run("mypy", "--strict", "backends/threads/dataloader_threads")
     session.run("mypy", "--strict", "backends/rust/dataloader_rust")
+    session.run("mypy", "--strict", "backends/cffi/dataloader_cffi")
     cargo = {"PYO3_PYTHON": str(Path(session.bin) / "python")}
     with session.chdir(RUST):
         session.run("cargo", "fmt", "--check", external=True)
@@ -203,6 +214,33 @@ def lint(session: nox.Session) -> None:
             external=True,
         )
         session.run("cargo", "test", "--release", "-p", "dataloader-core", env=cargo, external=True)
+
+
+@nox.session(python=False)
+def cffi_tsan(session: nox.Session) -> None:
+    """The cffi backend's C pool and rings under ThreadSanitizer, driven from C
+    (backends/cffi/csrc/test_dlpool.c); warnings are errors, a race fails the run."""
+    build = ROOT / ".nox" / "cffi-tsan"
+    build.mkdir(parents=True, exist_ok=True)
+    binary = build / "test_dlpool"
+    csrc = CFFI / "csrc"
+    session.run(
+        "gcc",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-fsanitize=thread",
+        "-g",
+        "-O1",
+        f"-I{csrc}",
+        str(csrc / "dlpool.c"),
+        str(csrc / "test_dlpool.c"),
+        "-o",
+        str(binary),
+        "-lpthread",
+        external=True,
+    )
+    session.run(str(binary), env={"TSAN_OPTIONS": "halt_on_error=1 exitcode=66"}, external=True)
 
 
 @nox.session(python=PRESENT)

@@ -30,6 +30,27 @@ fn pool_closed_error() -> PyErr {
     PyRuntimeError::new_err("the worker pool was closed while this epoch was running")
 }
 
+/// A consumer on a non-main thread whose pool the exit hook closed waits, detached,
+/// until the process ends, like any daemon thread: raising into user code (or
+/// ending its loop early) while the interpreter shuts down would run user code.
+fn wait_out_interpreter_exit(py: Python<'_>) {
+    if !attach::exiting() {
+        return;
+    }
+    let on_main = py
+        .import("threading")
+        .and_then(|t| {
+            Ok(t.call_method0("current_thread")?
+                .is(&t.call_method0("main_thread")?))
+        })
+        .unwrap_or(true);
+    if !on_main {
+        attach::detached(py, || loop {
+            std::thread::park();
+        });
+    }
+}
+
 fn timeout_of(seconds: Option<f64>) -> PyResult<Option<Duration>> {
     match seconds {
         None => Ok(None),
@@ -313,8 +334,9 @@ impl MapStream {
         Ok(())
     }
 
-    fn end_of_wait(&self) -> PyResult<Option<Py<PyAny>>> {
+    fn end_of_wait(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if self.pool_shared.is_closed() {
+            wait_out_interpreter_exit(py);
             Err(pool_closed_error())
         } else {
             Ok(None)
@@ -335,7 +357,7 @@ impl MapStream {
             ));
         };
         if self.shared.is_closed() {
-            return self.end_of_wait();
+            return self.end_of_wait(py);
         }
         self.top_up(py, &mut consumer)?;
         if consumer.jobs.is_none() && lock(&self.shared.window).is_idle() {
@@ -356,7 +378,7 @@ impl MapStream {
         }
         let taken = lock(&shared.window).take();
         let Some((_, outcome)) = taken else {
-            return self.end_of_wait();
+            return self.end_of_wait(py);
         };
         self.top_up(py, &mut consumer)?;
         deliver(outcome)
@@ -551,11 +573,11 @@ impl IterStream {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         loop {
             if shared.is_closed() {
-                return if self.pool_shared.is_closed() {
-                    Err(pool_closed_error())
-                } else {
-                    Ok(None)
-                };
+                if self.pool_shared.is_closed() {
+                    wait_out_interpreter_exit(py);
+                    return Err(pool_closed_error());
+                }
+                return Ok(None);
             }
             // Under one lock: a push between take() and reading `changes` would be lost.
             let (taken, seen) = {

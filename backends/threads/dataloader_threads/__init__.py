@@ -18,7 +18,13 @@ from typing import Any
 
 from dataloader_api.contract import BatchJob, PoolSpec
 
-__all__ = ["ThreadPool", "ThreadsBackend"]
+__all__ = [
+    "IterableStream",
+    "PoolClosedError",
+    "ThreadPool",
+    "ThreadsBackend",
+    "wait_out_interpreter_exit",
+]
 
 # How long close() waits for threads that are busy in user code.
 CLOSE_JOIN_SECONDS = 2.0
@@ -47,6 +53,19 @@ _register(_at_exit)
 
 class PoolClosedError(RuntimeError):
     """The stream's pool was closed while the stream was still being read."""
+
+
+def wait_out_interpreter_exit(exiting: bool, held: threading.Condition | None = None) -> None:
+    """A consumer on a non-main thread whose pool the exit hook closed: wait like any
+    daemon thread until the process ends, instead of raising into user code (or
+    ending its loop early) while the interpreter shuts down. ``held`` is a condition
+    the caller holds: it is released while waiting, so the exit hook can close."""
+    if exiting and threading.current_thread() is not threading.main_thread():
+        while True:
+            if held is not None:
+                held.wait(3600)
+            else:
+                time.sleep(3600)
 
 
 class _PoolCore:
@@ -210,6 +229,7 @@ class _Waiter:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         while not ready():
             if self._pool.closed:
+                wait_out_interpreter_exit(_exiting, cond)
                 raise PoolClosedError("the worker pool was closed while this epoch was running")
             if deadline is None:
                 # Bounded slices so a pool closed elsewhere is noticed.

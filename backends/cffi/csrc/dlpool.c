@@ -1,0 +1,406 @@
+/* See dlpool.h. Every shared field is read and written under its object's mutex. */
+#include "dlpool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+static atomic_int exiting_flag;
+
+void dl_set_exiting(void) { atomic_store(&exiting_flag, 1); }
+int dl_exiting(void) { return atomic_load(&exiting_flag); }
+
+static void deadline_in(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec += 1;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static int cond_init_monotonic(pthread_cond_t *cond) {
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) return -1;
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+/* ---- pool ---------------------------------------------------------------- */
+
+typedef struct task_node {
+    void *task;
+    struct task_node *next;
+} task_node;
+
+struct dl_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    dl_hooks hooks;
+    task_node *head, *tail;
+    int closed;
+    int live;       /* threads not yet left */
+    int starting;   /* threads that have not finished thread_start */
+    int init_failed;
+    int refs;       /* the caller's + one per live thread */
+};
+
+typedef struct {
+    dl_pool *pool;
+    int worker_id;
+} worker_arg;
+
+static void pool_unref_locked(dl_pool *pool, int *free_it) {
+    pool->refs -= 1;
+    *free_it = pool->refs == 0;
+}
+
+static void pool_free(dl_pool *pool) {
+    task_node *node = pool->head;
+    while (node != NULL) {
+        task_node *next = node->next;
+        free(node);
+        node = next;
+    }
+    pthread_cond_destroy(&pool->changed);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+static void *worker_main(void *raw) {
+    worker_arg arg = *(worker_arg *)raw;
+    free(raw);
+    dl_pool *pool = arg.pool;
+    dl_hooks hooks = pool->hooks;
+    int ok = 1;
+    void *token = hooks.thread_start(hooks.ctx, arg.worker_id, &ok);
+
+    pthread_mutex_lock(&pool->lock);
+    pool->starting -= 1;
+    if (!ok) pool->init_failed = 1;
+    pthread_cond_broadcast(&pool->changed);
+    for (;;) {
+        while (ok && pool->head == NULL && !pool->closed) {
+            if (hooks.idle == NULL) {
+                pthread_cond_wait(&pool->changed, &pool->lock);
+                continue;
+            }
+            struct timespec until;
+            deadline_in(&until, hooks.idle_ms);
+            if (pthread_cond_timedwait(&pool->changed, &pool->lock, &until) == ETIMEDOUT &&
+                pool->head == NULL && !pool->closed && !dl_exiting()) {
+                pthread_mutex_unlock(&pool->lock);
+                hooks.idle(hooks.ctx);
+                pthread_mutex_lock(&pool->lock);
+            }
+        }
+        if (!ok || pool->closed || dl_exiting()) break;
+        task_node *node = pool->head;
+        pool->head = node->next;
+        if (pool->head == NULL) pool->tail = NULL;
+        pthread_mutex_unlock(&pool->lock);
+        void *task = node->task;
+        free(node);
+        if (!dl_exiting()) hooks.run(hooks.ctx, task);
+        pthread_mutex_lock(&pool->lock);
+    }
+    pthread_mutex_unlock(&pool->lock);
+
+    if (!dl_exiting()) hooks.thread_end(hooks.ctx, token);
+    int free_it;
+    pthread_mutex_lock(&pool->lock);
+    pool->live -= 1;
+    pthread_cond_broadcast(&pool->changed);
+    pool_unref_locked(pool, &free_it);
+    pthread_mutex_unlock(&pool->lock);
+    if (free_it) pool_free(pool);
+    return NULL;
+}
+
+dl_pool *dl_pool_new(int num_threads, dl_hooks hooks, int *status) {
+    *status = DL_OK;
+    dl_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL) {
+        *status = DL_NOMEM;
+        return NULL;
+    }
+    if (pthread_mutex_init(&pool->lock, NULL) != 0) {
+        free(pool);
+        *status = DL_NOMEM;
+        return NULL;
+    }
+    if (cond_init_monotonic(&pool->changed) != 0) {
+        pthread_mutex_destroy(&pool->lock);
+        free(pool);
+        *status = DL_NOMEM;
+        return NULL;
+    }
+    pool->hooks = hooks;
+    pool->refs = 1;
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&pool->lock);
+    for (int i = 0; i < num_threads; i++) {
+        worker_arg *arg = malloc(sizeof *arg);
+        if (arg == NULL) {
+            *status = DL_NOMEM;
+            break;
+        }
+        arg->pool = pool;
+        arg->worker_id = i;
+        pthread_t thread;
+        pool->live += 1;
+        pool->starting += 1;
+        pool->refs += 1;
+        if (pthread_create(&thread, &attr, worker_main, arg) != 0) {
+            pool->live -= 1;
+            pool->starting -= 1;
+            pool->refs -= 1;
+            free(arg);
+            *status = DL_NOTHREAD;
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    while (pool->starting > 0) pthread_cond_wait(&pool->changed, &pool->lock);
+    if (*status == DL_OK && pool->init_failed) *status = DL_INIT_FAILED;
+    pthread_mutex_unlock(&pool->lock);
+    if (*status != DL_OK) {
+        dl_pool_close(pool, 2000);
+        dl_pool_release(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+int dl_pool_submit(dl_pool *pool, void *task) {
+    task_node *node = malloc(sizeof *node);
+    if (node == NULL) return DL_NOMEM;
+    node->task = task;
+    node->next = NULL;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->closed) {
+        pthread_mutex_unlock(&pool->lock);
+        free(node);
+        return DL_CLOSED;
+    }
+    if (pool->tail != NULL) pool->tail->next = node;
+    else pool->head = node;
+    pool->tail = node;
+    pthread_cond_signal(&pool->changed);
+    pthread_mutex_unlock(&pool->lock);
+    return DL_OK;
+}
+
+int dl_pool_close(dl_pool *pool, int wait_ms) {
+    pthread_mutex_lock(&pool->lock);
+    pool->closed = 1;
+    pthread_cond_broadcast(&pool->changed);
+    if (!dl_exiting()) {
+        struct timespec until;
+        deadline_in(&until, wait_ms);
+        while (pool->live > 0) {
+            if (pthread_cond_timedwait(&pool->changed, &pool->lock, &until) == ETIMEDOUT) break;
+        }
+    }
+    int busy = pool->live;
+    pthread_mutex_unlock(&pool->lock);
+    return busy;
+}
+
+int dl_pool_take_dropped(dl_pool *pool, void **out, int max) {
+    int taken = 0;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->closed) {
+        while (taken < max && pool->head != NULL) {
+            task_node *node = pool->head;
+            pool->head = node->next;
+            out[taken++] = node->task;
+            free(node);
+        }
+        if (pool->head == NULL) pool->tail = NULL;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return taken;
+}
+
+int dl_pool_closed(dl_pool *pool) {
+    pthread_mutex_lock(&pool->lock);
+    int closed = pool->closed;
+    pthread_mutex_unlock(&pool->lock);
+    return closed;
+}
+
+void dl_pool_release(dl_pool *pool) {
+    int free_it;
+    pthread_mutex_lock(&pool->lock);
+    pool_unref_locked(pool, &free_it);
+    pthread_mutex_unlock(&pool->lock);
+    if (free_it) pool_free(pool);
+}
+
+/* ---- ring ---------------------------------------------------------------- */
+
+struct dl_ring {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int window, in_order, closed, refs;
+    long started, taken;
+    unsigned char *done; /* in order: slot position % window is finished */
+    long *finished;      /* completion order: a queue of positions */
+    int head, count;
+};
+
+dl_ring *dl_ring_new(int window, int in_order) {
+    if (window < 1) return NULL;
+    dl_ring *ring = calloc(1, sizeof *ring);
+    if (ring == NULL) return NULL;
+    ring->done = calloc((size_t)window, 1);
+    ring->finished = calloc((size_t)window, sizeof(long));
+    if (ring->done == NULL || ring->finished == NULL ||
+        pthread_mutex_init(&ring->lock, NULL) != 0) {
+        free(ring->done);
+        free(ring->finished);
+        free(ring);
+        return NULL;
+    }
+    if (cond_init_monotonic(&ring->changed) != 0) {
+        pthread_mutex_destroy(&ring->lock);
+        free(ring->done);
+        free(ring->finished);
+        free(ring);
+        return NULL;
+    }
+    ring->window = window;
+    ring->in_order = in_order;
+    ring->refs = 1;
+    return ring;
+}
+
+int dl_ring_has_room(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    int room = !ring->closed && ring->started - ring->taken < ring->window;
+    pthread_mutex_unlock(&ring->lock);
+    return room;
+}
+
+void dl_ring_start(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    ring->started += 1;
+    pthread_mutex_unlock(&ring->lock);
+}
+
+int dl_ring_idle(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    int idle = ring->started == ring->taken;
+    pthread_mutex_unlock(&ring->lock);
+    return idle;
+}
+
+void dl_ring_finish(dl_ring *ring, long position) {
+    pthread_mutex_lock(&ring->lock);
+    if (!ring->closed) {
+        if (ring->in_order) {
+            ring->done[position % ring->window] = 1;
+        } else if (ring->count < ring->window) {
+            ring->finished[(ring->head + ring->count) % ring->window] = position;
+            ring->count += 1;
+        }
+        pthread_cond_broadcast(&ring->changed);
+    }
+    pthread_mutex_unlock(&ring->lock);
+}
+
+static int ring_take_locked(dl_ring *ring, long *position) {
+    if (ring->in_order) {
+        int slot = (int)(ring->taken % ring->window);
+        if (!ring->done[slot]) return 0;
+        ring->done[slot] = 0;
+        *position = ring->taken;
+    } else {
+        if (ring->count == 0) return 0;
+        *position = ring->finished[ring->head];
+        ring->head = (ring->head + 1) % ring->window;
+        ring->count -= 1;
+    }
+    ring->taken += 1;
+    return 1;
+}
+
+int dl_ring_wait(dl_ring *ring, int wait_ms, long *position) {
+    struct timespec until;
+    deadline_in(&until, wait_ms);
+    pthread_mutex_lock(&ring->lock);
+    int result = 0;
+    for (;;) {
+        if (ring->closed) {
+            result = -1;
+            break;
+        }
+        if (ring_take_locked(ring, position)) {
+            result = 1;
+            break;
+        }
+        if (pthread_cond_timedwait(&ring->changed, &ring->lock, &until) == ETIMEDOUT) {
+            if (!ring->closed && ring_take_locked(ring, position)) result = 1;
+            else result = ring->closed ? -1 : 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ring->lock);
+    return result;
+}
+
+long dl_ring_waiting_for(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    long position = ring->taken;
+    pthread_mutex_unlock(&ring->lock);
+    return position;
+}
+
+long dl_ring_occupancy(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    long occupancy = ring->started - ring->taken;
+    pthread_mutex_unlock(&ring->lock);
+    return occupancy;
+}
+
+void dl_ring_close(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    ring->closed = 1;
+    pthread_cond_broadcast(&ring->changed);
+    pthread_mutex_unlock(&ring->lock);
+}
+
+int dl_ring_closed(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    int closed = ring->closed;
+    pthread_mutex_unlock(&ring->lock);
+    return closed;
+}
+
+void dl_ring_retain(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    ring->refs += 1;
+    pthread_mutex_unlock(&ring->lock);
+}
+
+void dl_ring_release(dl_ring *ring) {
+    pthread_mutex_lock(&ring->lock);
+    int free_it = --ring->refs == 0;
+    pthread_mutex_unlock(&ring->lock);
+    if (free_it) {
+        pthread_cond_destroy(&ring->changed);
+        pthread_mutex_destroy(&ring->lock);
+        free(ring->done);
+        free(ring->finished);
+        free(ring);
+    }
+}

@@ -1,0 +1,326 @@
+"""The ``cffi`` backend: a pthread pool in C (``csrc/dlpool.c``) driven through cffi.
+
+Each C thread takes one Python thread state when it starts and keeps it,
+detached between tasks; every callback into Python re-activates that state.
+Map-style epochs keep their window in a C ring of batch slots; iterable
+epochs reuse the reference backend's stream logic on the C threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from dataloader_threads import IterableStream, PoolClosedError, wait_out_interpreter_exit
+
+from dataloader_api.contract import BatchJob, PoolSpec
+
+from ._engine import ffi, lib
+
+__all__ = ["CffiBackend", "CffiPool", "MapStream"]
+
+# How long close() waits for threads busy in user code, and the consumer's wait slice.
+CLOSE_WAIT_MS = 2000
+WAIT_SLICE_MS = 20
+
+_live_pools: weakref.WeakSet[CffiPool] = weakref.WeakSet()
+
+# For the attach-once benchmark and the test that proves attach-once matters.
+_ATTACH_MODE_VARIABLE = "DATALOADER_CFFI_ATTACH"
+_ATTACH_MODES = ("once", "per-task")
+
+
+def _at_exit() -> None:
+    """Interpreter exit: no C thread calls into Python again; nothing waits for them."""
+    lib.dl_set_exiting()
+    for pool in list(_live_pools):
+        pool.close()
+
+
+getattr(threading, "_register_atexit", atexit.register)(_at_exit)
+
+
+class _Core:
+    """What the C threads call back into; it holds no user-facing object."""
+
+    def __init__(self, thread_init: Callable[[int], None]) -> None:
+        self.thread_init = thread_init
+        self.init_error: BaseException | None = None
+        # Tasks queued in C by address, kept alive until they start or are dropped.
+        self.pending: dict[int, _Task] = {}
+
+    def init(self, worker_id: int) -> bool:
+        """Runs once on each C thread before any task (C treats False as a failure)."""
+        try:
+            self.thread_init(worker_id)
+        except BaseException as error:
+            if self.init_error is None:
+                self.init_error = error
+            return False
+        return True
+
+
+class _Task:
+    """One task, called by a C thread; C holds its address, ``pending`` the object."""
+
+    __slots__ = ("args", "core", "function")
+
+    def __init__(self, core: _Core, function: Callable[..., None], args: tuple[Any, ...]):
+        self.core, self.function, self.args = core, function, args
+
+    def __call__(self) -> None:
+        self.core.pending.pop(id(self), None)
+        self.function(*self.args)
+
+
+def _noop() -> None:
+    """Free-threaded builds: an idle C thread runs this to free what it made."""
+
+
+lib.dl_py_setup(ffi.cast("void *", id(_noop)))
+
+
+def _attach_once() -> bool:
+    mode = os.environ.get(_ATTACH_MODE_VARIABLE, "once")
+    if mode not in _ATTACH_MODES:
+        raise ValueError(
+            f"{_ATTACH_MODE_VARIABLE}={mode!r} is not one of {', '.join(_ATTACH_MODES)}"
+        )
+    return mode == "once"
+
+
+class CffiPool:
+    """``num_threads`` C threads taking tasks from one queue."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        if spec.num_threads < 1:
+            raise ValueError(f"num_threads must be at least 1, got {spec.num_threads}")
+        self.num_threads = spec.num_threads
+        self.attach_once = _attach_once()
+        self._core = _Core(spec.thread_init)
+        self._epochs: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._closed = False
+        status = ffi.new("int *")
+        init = self._core.init  # alive while the threads start, the only time C uses it
+        pool = lib.dl_py_pool_new(
+            spec.num_threads, ffi.cast("void *", id(init)), int(self.attach_once), status
+        )
+        del init
+        if pool == ffi.NULL:
+            self._closed = True
+            if status[0] == lib.DL_INIT_FAILED and self._core.init_error is not None:
+                error, self._core.init_error = self._core.init_error, None
+                try:
+                    raise error
+                finally:
+                    del error
+            if status[0] == lib.DL_NOMEM:
+                raise MemoryError("dataloader_cffi: out of memory starting the worker pool")
+            raise RuntimeError(
+                f"dataloader_cffi: could not start {spec.num_threads} worker threads"
+            )
+        self._pool = pool
+        _live_pools.add(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def track(self, epoch: Any) -> None:
+        if self._closed:
+            raise PoolClosedError("this worker pool is closed")
+        self._epochs.add(epoch)
+
+    def submit(self, function: Callable[..., None], *args: Any) -> None:
+        task = _Task(self._core, function, args)
+        self._core.pending[id(task)] = task
+        status = lib.dl_pool_submit(self._pool, ffi.cast("void *", id(task)))
+        if status != lib.DL_OK:
+            self._core.pending.pop(id(task), None)
+            if status == lib.DL_NOMEM:
+                raise MemoryError("dataloader_cffi: out of memory queueing a task")
+            raise PoolClosedError("the worker pool was closed while this epoch was running")
+
+    def map_batches(
+        self,
+        jobs: Iterable[BatchJob],
+        fetch: Callable[[Any], Any],
+        collate: Callable[[Any], Any],
+        *,
+        window: int,
+        in_order: bool,
+        timeout: float | None,
+        on_timeout: Callable[[int], BaseException],
+    ) -> MapStream:
+        return MapStream(self, jobs, fetch, collate, window, in_order, timeout, on_timeout)
+
+    def stream_batches(
+        self,
+        open_stream: Callable[[int], Iterator[Any]],
+        num_streams: int,
+        *,
+        window: int,
+        in_order: bool,
+        timeout: float | None,
+        on_timeout: Callable[[int], BaseException],
+    ) -> IterableStream:
+        # IterableStream only needs submit(), track() and closed from its pool.
+        return IterableStream(self, open_stream, num_streams, window, in_order, timeout, on_timeout)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        _live_pools.discard(self)
+        for epoch in list(self._epochs):
+            epoch.close()
+        busy = lib.dl_pool_close(self._pool, 0 if lib.dl_exiting() else CLOSE_WAIT_MS)
+        dropped = ffi.new("void *[64]")
+        while (count := lib.dl_pool_take_dropped(self._pool, dropped, 64)) > 0:
+            for i in range(count):
+                self._core.pending.pop(int(ffi.cast("uintptr_t", dropped[i])), None)
+        if busy and not lib.dl_exiting():
+            warnings.warn(
+                f"{busy} worker thread(s) still busy in dataset code {CLOSE_WAIT_MS / 1000:g} s "
+                "after close(); they exit when that call returns",
+                ResourceWarning,
+                stacklevel=2,
+            )
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is None:
+            return
+        if not self._closed:
+            self._closed = True
+            lib.dl_pool_close(pool, 0)
+        lib.dl_pool_release(pool)  # freed in C once its threads have left
+
+
+class _MapState:
+    """What the consumer and the tasks of one map-style epoch share."""
+
+    def __init__(self, ring: Any) -> None:
+        self.ring = ring
+        self.lock = threading.Lock()
+        self.results: dict[int, tuple[bool, Any]] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        lib.dl_ring_close(self.ring)
+        with self.lock:
+            self.results.clear()
+
+
+def _run_job(
+    state: _MapState, job: BatchJob, fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
+) -> None:
+    if state.closed:
+        return
+    try:
+        result: tuple[bool, Any] = (True, collate(fetch(job.indices)))
+    except BaseException as error:
+        result = (False, error)
+    with state.lock:
+        if not state.closed:
+            state.results[job.position] = result
+    del result  # no error -> traceback -> frame cycle
+    lib.dl_ring_finish(state.ring, job.position)
+
+
+class MapStream:
+    """The batches of one map-style epoch, windowed by a C ring."""
+
+    def __init__(
+        self,
+        pool: CffiPool,
+        jobs: Iterable[BatchJob],
+        fetch: Callable[[Any], Any],
+        collate: Callable[[Any], Any],
+        window: int,
+        in_order: bool,
+        timeout: float | None,
+        on_timeout: Callable[[int], BaseException],
+    ) -> None:
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        ring = lib.dl_ring_new(window, int(in_order))
+        if ring == ffi.NULL:
+            raise MemoryError("dataloader_cffi: out of memory for the batch window")
+        self._state = _MapState(ffi.gc(ring, lib.dl_ring_release))
+        pool.track(self._state)
+        self._pool = pool
+        self._jobs: Iterator[BatchJob] | None = iter(jobs)
+        self._fetch, self._collate = fetch, collate
+        self._timeout = timeout
+        self._on_timeout = on_timeout
+        self._position = ffi.new("long *")
+
+    def __iter__(self) -> MapStream:
+        return self
+
+    def _top_up(self) -> None:
+        ring = self._state.ring
+        while self._jobs is not None and lib.dl_ring_has_room(ring):
+            job = next(self._jobs, None)
+            if job is None:
+                self._jobs = None
+                return
+            lib.dl_ring_start(ring)
+            self._pool.submit(_run_job, self._state, job, self._fetch, self._collate)
+
+    def __next__(self) -> Any:
+        state = self._state
+        if state.closed:
+            raise StopIteration
+        self._top_up()
+        if self._jobs is None and lib.dl_ring_idle(state.ring):
+            self.close()
+            raise StopIteration
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        while True:
+            wait_ms = WAIT_SLICE_MS
+            if deadline is not None:
+                wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000) + 1))
+            # The C wait runs without the GIL; between slices, signals are raised here.
+            got = lib.dl_ring_wait(state.ring, wait_ms, self._position)
+            if got == 1:
+                break
+            if got < 0 or state.closed:
+                if self._pool.closed:
+                    wait_out_interpreter_exit(bool(lib.dl_exiting()))
+                    raise PoolClosedError("the worker pool was closed while this epoch was running")
+                raise StopIteration
+            if deadline is not None and time.monotonic() >= deadline:
+                position = lib.dl_ring_waiting_for(state.ring)
+                self.close()
+                raise self._on_timeout(position)
+        with state.lock:
+            ok, value = state.results.pop(self._position[0])
+        self._top_up()
+        if ok:
+            return value
+        try:
+            raise value
+        finally:
+            del value  # else error -> traceback -> this frame -> error: a cycle
+
+    def close(self) -> None:
+        self._jobs = None
+        self._state.close()
+
+
+class CffiBackend:
+    """Entry point ``cffi`` of the ``dataloader_api.backends`` group."""
+
+    name = "cffi"
+
+    def create_pool(self, spec: PoolSpec) -> CffiPool:
+        return CffiPool(spec)
