@@ -56,7 +56,10 @@ Shutdown
     running finish on their own). ``WorkerPool.close()`` ends the pool's
     threads: a thread busy in user code exits when that call returns. At
     interpreter exit (``atexit``) every live pool is closed without waiting
-    for busy threads; the process keeps its own exit code. Nothing a backend
+    for busy threads; the process keeps its own exit code. A consumer on a
+    non-main thread whose pool was closed that way waits until the process
+    ends (as a daemon thread would), never raising into user code or ending
+    its loop while the interpreter shuts down. Nothing a backend
     creates may keep the loader or the user's iterator alive (worker threads
     must not reference the :class:`BatchStream` object the user holds), so
     dropping the iterator frees it and closes it. Raise a delivered

@@ -33,6 +33,13 @@ def _at_exit() -> None:
 getattr(threading, "_register_atexit", atexit.register)(_at_exit)
 
 
+def _wait_out_exit() -> None:
+    """A consumer on another thread whose pool the exit hook closed waits for the
+    process to end, as a daemon thread does, rather than raise into user code."""
+    if _exiting.is_set() and threading.current_thread() is not threading.main_thread():
+        threading.Event().wait()
+
+
 class MinimalBackend:
     name = "minimal"
 
@@ -252,6 +259,7 @@ class _Epoch:
                 source, ok, value = self.results.get(timeout=wait)
             except queue.Empty:
                 if self.pool.closed.is_set():
+                    _wait_out_exit()
                     raise RuntimeError("the worker pool was closed during this epoch") from None
                 continue
             if ok is None:  # an iterable stream ended
