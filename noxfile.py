@@ -252,12 +252,36 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PRESENT)
 def bench(session: nox.Session) -> None:
-    """benchmarks/run.py side by side (torch's rows where BENCH_WITH_TORCH=1 installs it).
+    """benchmarks/run.py side by side with the peers, which this session installs
+    (torch, SPDL, Grain, and dataloader-rs where it has wheels: 3.13+); results go to
+    benchmarks/results/, and `nox -s bench_report` turns them into docs/benchmarks.md.
 
-    `nox -s bench -- --quick` only proves the runner works, as CI does.
+    `nox -s bench -- --quick` installs no peer and only proves the runner works (CI).
     """
-    install_project(session, *(["torch"] if os.environ.get("BENCH_WITH_TORCH") == "1" else []))
-    session.run("python", "benchmarks/run.py", *session.posargs)
+    quick = "--quick" in session.posargs
+    peers: list[str] = []
+    if not quick and not str(session.python).endswith("t"):
+        # torch's PyPI wheels bring CUDA (about 5 GiB); pip caches them after the first run.
+        peers = ["torch", "spdl", "grain"]
+        if str(session.python) >= "3.13":
+            peers.append("dataloader-rs")
+    install_project(session, *peers)
+    results = ROOT / "benchmarks" / "results"
+    results.mkdir(exist_ok=True)
+    json_out = [] if quick else ["--json", str(results / f"{session.python}.json")]
+    session.run("python", "benchmarks/run.py", *json_out, *session.posargs)
+    if not quick:
+        session.notify("bench_report")  # after every interpreter's run
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def bench_report(session: nox.Session) -> None:
+    """docs/benchmarks.md and its plots from benchmarks/results/*.json."""
+    session.install("matplotlib")
+    files = sorted(str(p) for p in (ROOT / "benchmarks" / "results").glob("*.json"))
+    if not files:
+        session.error("no results: run `nox -s bench` first")
+    session.run("python", "benchmarks/report.py", *files)
 
 
 @nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)

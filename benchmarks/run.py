@@ -36,6 +36,14 @@ try:
     import torch.utils.data as torch_data
 except ImportError:
     torch_data = None
+try:
+    from spdl.pipeline import PipelineBuilder
+except ImportError:
+    PipelineBuilder = None
+try:
+    import grain.python as grain
+except ImportError:
+    grain = None
 
 
 # -- datasets ---------------------------------------------------------------
@@ -83,6 +91,58 @@ class Arrays(Trivial):
 
     def __getitem__(self, index: int) -> Any:
         return self.items[index % 64]
+
+
+class PythonWork(Trivial):
+    """About 1 ms of pure-Python bytecode per item (no GIL release)."""
+
+    def __init__(self, length: int, loops: int) -> None:
+        super().__init__(length)
+        self.loops = loops
+        self.args = (length, loops)
+
+    def __getitem__(self, index: int) -> Any:
+        total = index
+        for i in range(self.loops):
+            total = (total * 31 + i) % 1_000_003
+        return total
+
+
+class Blobs(Trivial):
+    """An in-memory dataset of ``megabytes`` MiB in 4 KiB ``bytes`` objects."""
+
+    def __init__(self, megabytes: int) -> None:
+        count = megabytes * 256
+        super().__init__(count)
+        self.blobs = [bytes([i % 251]) * 4096 for i in range(count)]
+        self.args = (megabytes,)
+
+    def __getitem__(self, index: int) -> Any:
+        return len(self.blobs[index])
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size: shared pages split between the processes sharing them."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_pss_mib() -> float:
+    """PSS of this process and its children (torch's worker processes)."""
+    me = os.getpid()
+    pids = [me]
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as children:
+            pids += [int(p) for p in children.read().split()]
+    except OSError:
+        pass
+    return sum(pss_kib(p) for p in pids) / 1024
 
 
 def for_dataloader_rs(dataset: Trivial) -> Any:
@@ -150,7 +210,64 @@ def rs_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None) -
     return Entry(f"dataloader-rs, {workers} workers", count(loader), workers, "dataloader-rs")
 
 
+def spdl_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None) -> Entry | None:
+    """SPDL's thread pipeline, batch-level like our jobs: indices are grouped into
+    batches, and each batch is fetched (and collated) by one task, in input order."""
+    if PipelineBuilder is None or workers == 0:
+        return None
+
+    def fetch(indices: list[int]) -> list[Any]:
+        return [dataset[i] for i in indices]
+
+    def epoch() -> int:
+        builder = (
+            PipelineBuilder()
+            .add_source(range(len(dataset)))
+            .aggregate(batch_size)
+            .pipe(fetch, concurrency=workers, output_order="input")
+        )
+        if collate is not None:
+            builder = builder.pipe(collate, concurrency=workers, output_order="input")
+        pipeline = builder.add_sink(3).build(num_threads=workers)
+        total = 0
+        with pipeline.auto_stop():
+            for batch in pipeline:
+                total += len(batch)
+        return total
+
+    return Entry(f"SPDL pipeline, {workers} threads", epoch, workers, "spdl")
+
+
+class _GrainSource:
+    """The dataset as Grain's random-access source (picklable for its worker processes)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.dataset[index]
+
+
+def grain_entry(dataset: Any, workers: int, batch_size: int) -> Entry | None:
+    """Grain's DataLoader (worker processes), batches stacked by its Batch op."""
+    if grain is None:
+        return None
+    loader = grain.DataLoader(
+        data_source=_GrainSource(dataset),
+        sampler=grain.IndexSampler(len(dataset), shuffle=False, num_epochs=1, seed=0),
+        operations=[grain.Batch(batch_size=batch_size)],
+        worker_count=workers,
+    )
+    return Entry(f"Grain DataLoader, {workers} workers", count(loader), workers, "grain")
+
+
 # -- measuring and reporting -------------------------------------------------
+
+#: every table of this run, as data (for --json and benchmarks/report.py)
+RESULTS: list[dict[str, Any]] = []
 
 
 def measure(entries: list[Entry], runs: int) -> dict[str, list[float]]:
@@ -181,6 +298,10 @@ def table(
 ) -> list[str]:
     present = [e for e in entries if e is not None]
     rates = measure(present, runs)
+    # A reference given without figures is one of the table's own rows.
+    ref_values = reference[1] if reference else None
+    if reference and not ref_values:
+        ref_values = rates.get(reference[0])
     ref_name = reference[0] if reference else ""
     lines = [
         f"\n### {title}\n",
@@ -199,6 +320,24 @@ def table(
             f"| {reference[0]} | {statistics.median(values):,.0f} | {min(values):,.0f} | "
             f"{max(values):,.0f} | 1.00x | | |"
         )
+    RESULTS.append(
+        {
+            "title": title,
+            "unit": unit,
+            "rows": [
+                {
+                    "label": e.label,
+                    "workers": e.workers,
+                    "peer": e.peer,
+                    "median": statistics.median(rates[e.label]),
+                    "min": min(rates[e.label]),
+                    "max": max(rates[e.label]),
+                }
+                for e in present
+            ],
+            "markdown": lines,  # filled in below
+        }
+    )
     for entry in present:
         mine = rates[entry.label]
         peers = {
@@ -210,7 +349,7 @@ def table(
         }
         vs_torch = ratio(mine, peers["torch"]) if entry.peer != "torch" else ""
         vs_rs = ratio(mine, peers["dataloader-rs"]) if entry.peer != "dataloader-rs" else ""
-        vs_ref = ratio(mine, reference[1]) if reference else ""
+        vs_ref = ratio(mine, ref_values) if ref_values else ""
         lines.append(
             f"| {entry.label} | {statistics.median(mine):,.0f} | {min(mine):,.0f} | "
             f"{max(mine):,.0f} | {vs_ref} | {vs_torch} | {vs_rs} |"
@@ -280,6 +419,11 @@ def overhead(names: list[str], runs: int, scale: int) -> list[str]:
     for name in names:
         entries.append(ours(dataset, name, 2, 32, collate_fn=identity))
     entries += [torch_entry(dataset, 2, 32, collate_fn=identity), rs_entry(dataset, 2, 32)]
+    entries += [
+        spdl_entry(dataset, 2, 32),
+        grain_entry(dataset, 0, 32),
+        grain_entry(dataset, 2, 32),
+    ]
     return table(
         "1. Loader overhead: trivial items, batch 32, identity collate",
         entries,
@@ -299,6 +443,7 @@ def io_bound(names: list[str], runs: int, quick: bool) -> list[str]:
         entries += [
             torch_entry(dataset, workers, 32, collate_fn=identity),
             rs_entry(dataset, workers, 32),
+            spdl_entry(dataset, workers, 32),
         ]
         lines += table(
             f"2. I/O-bound: each item sleeps 2 ms (GIL released), batch 32, {workers} workers",
@@ -317,13 +462,109 @@ def numpy_items(names: list[str], runs: int, scale: int) -> list[str]:
     ):
         dataset = Arrays(length // scale, shape, dtype)
         entries: list[Entry | None] = [ours(dataset, name, 2, 32) for name in names]
-        entries += [torch_entry(dataset, 2, 32), rs_entry(dataset, 2, 32, np.stack)]
+        entries += [
+            torch_entry(dataset, 2, 32),
+            rs_entry(dataset, 2, 32, np.stack),
+            spdl_entry(dataset, 2, 32, np.stack),
+            grain_entry(dataset, 2, 32),
+        ]
         lines += table(
             f"3. NumPy items {title}, batch 32, default collate (dataloader-rs: np.stack), "
             "2 workers",
             entries,
             runs,
         )
+    return lines
+
+
+def loops_for_a_millisecond() -> int:
+    """How many PythonWork loop turns take about 1 ms on this interpreter."""
+    probe = PythonWork(1, 100_000)
+    start = time.perf_counter()
+    probe[0]
+    return max(1, int(100_000 * 0.001 / (time.perf_counter() - start)))
+
+
+def cpu_bound(names: list[str], runs: int, scale: int) -> list[str]:
+    loops = loops_for_a_millisecond()
+    dataset = PythonWork(max(64, 1024 // scale), loops)
+    entries: list[Entry | None] = [ours(dataset, None, 0, 8, collate_fn=identity)]
+    for workers in range(1, (os.cpu_count() or 2) + 1):
+        entries += [ours(dataset, name, workers, 8, collate_fn=identity) for name in names]
+        entries += [
+            torch_entry(dataset, workers, 8, collate_fn=identity),
+            rs_entry(dataset, workers, 8),
+        ]
+    gil = "GIL build" if sys_gil_enabled() else "free-threaded build: no GIL"
+    return table(
+        f"4. CPU-bound: about 1 ms of pure Python per item ({loops:,} loop turns), batch 8, "
+        f"{gil}; 1 to nproc workers",
+        entries,
+        runs,
+        ("dataloader_api, calling thread", []),
+    )
+
+
+def sys_gil_enabled() -> bool:
+    import sys
+
+    check = getattr(sys, "_is_gil_enabled", None)
+    return True if check is None else bool(check())
+
+
+def memory(names: list[str], quick: bool) -> list[str]:
+    """Peak PSS of the whole process tree after one epoch with 4 workers, 1 GiB dataset."""
+    megabytes = 64 if quick else 1024
+    lines = [
+        f"\n### 6. Memory: a {megabytes} MiB in-memory dataset (4 KiB bytes objects), "
+        "4 workers, PSS of the process and its children after an epoch\n",
+        "| loader | PSS MiB | over the dataset alone |",
+        "|---|---:|---:|",
+    ]
+    dataset = Blobs(megabytes)
+    base = tree_pss_mib()
+    lines.append(f"| the dataset in this process, no loader | {base:,.0f} | 1.00x |")
+    makers: list[tuple[str, Callable[[], Any]]] = [
+        (
+            f"{name}, 4 workers",
+            lambda name=name: DataLoader(
+                dataset,
+                batch_size=256,
+                num_workers=4,
+                backend=name,
+                collate_fn=identity,
+                persistent_workers=True,
+            ),
+        )
+        for name in names
+    ]
+    if torch_data is not None:
+        makers.append(
+            (
+                "torch DataLoader, 4 workers",
+                lambda: torch_data.DataLoader(
+                    dataset,
+                    batch_size=256,
+                    num_workers=4,
+                    collate_fn=identity,
+                    persistent_workers=True,
+                ),
+            )
+        )
+    if dataloader_rs is not None:
+        rs_dataset = for_dataloader_rs(dataset)
+        makers.append(
+            (
+                "dataloader-rs, 4 workers",
+                lambda: dataloader_rs.PyDataloader(rs_dataset, batch_size=256, num_workers=4),
+            )
+        )
+    for label, make in makers:
+        loader = make()
+        sum(len(batch) for batch in loader)
+        pss = tree_pss_mib()  # torch's persistent workers are still alive here
+        lines.append(f"| {label} | {pss:,.0f} | {pss / base:.2f}x |")
+        del loader
     return lines
 
 
@@ -367,32 +608,40 @@ def startup(names: list[str], runs: int) -> list[str]:
     return lines
 
 
-def attach_once(runs: int, scale: int) -> list[str]:
-    """The Rust pool with its threads attached once, against a new thread state per job."""
+ATTACH_VARIABLES = {"rust": "DATALOADER_RUST_ATTACH", "cffi": "DATALOADER_CFFI_ATTACH"}
+
+
+def attach_once(names: list[str], runs: int, scale: int) -> list[str]:
+    """Native pools with their threads attached once, against a new thread state per job."""
     dataset = Trivial(100_000 // scale)
     entries = []
-    for mode in ("once", "per-task"):
-        os.environ["DATALOADER_RUST_ATTACH"] = mode
-        entry = ours(dataset, "rust", 2, 32, collate_fn=identity)
-        entry.label = f"rust, 2 workers, attach {mode}"
-        entry.epoch()  # the mode is read when the (persistent) pool is made: now
-        entries.append(entry)
-    os.environ.pop("DATALOADER_RUST_ATTACH")
+    for name in [n for n in names if n in ATTACH_VARIABLES]:
+        variable = ATTACH_VARIABLES[name]
+        for mode in ("once", "per-task"):
+            os.environ[variable] = mode
+            entry = ours(dataset, name, 2, 32, collate_fn=identity)
+            entry.label = f"{name}, 2 workers, attach {mode}"
+            entry.epoch()  # the mode is read when the (persistent) pool is made: now
+            entries.append(entry)
+        os.environ.pop(variable)
+    if not entries:
+        return []
     rates = measure(entries, runs)
-    once, per_task = (rates[e.label] for e in entries)
-    per_batch = statistics.median(
-        (32 / b - 32 / a) * 1e6 for a, b in zip(once, per_task, strict=True)
-    )
     lines = table(
         "7. Attach once vs a new thread state per job: trivial items, batch 32", [], runs
     )[:3]
-    for entry in entries:
-        mine = rates[entry.label]
+    for once, per_task in zip(entries[::2], entries[1::2], strict=True):
+        a, b = rates[once.label], rates[per_task.label]
+        for entry, mine in ((once, a), (per_task, b)):
+            lines.append(
+                f"| {entry.label} | {statistics.median(mine):,.0f} | {min(mine):,.0f} | "
+                f"{max(mine):,.0f} | {ratio(mine, a)} | | |"
+            )
+        per_batch = statistics.median((32 / y - 32 / x) * 1e6 for x, y in zip(a, b, strict=True))
+        name = once.label.split(",")[0]
         lines.append(
-            f"| {entry.label} | {statistics.median(mine):,.0f} | {min(mine):,.0f} | "
-            f"{max(mine):,.0f} | {ratio(mine, once)} | | |"
+            f"| {name}: per-task attach costs {per_batch:.1f} µs more per batch | | | | | | |"
         )
-    lines.append(f"\nPer-task attach costs {per_batch:.1f} µs more per batch (median).")
     return lines
 
 
@@ -405,7 +654,8 @@ def main() -> None:
         default=None,
         help="comma-separated backends (default: the project's installed ones)",
     )
-    parser.add_argument("--only", default="1,2,3,5,7", help="workloads to run (default all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="workloads to run (default all)")
+    parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args()
     installed = dataloader_api.backends()
     names = args.backends.split(",") if args.backends else [n for n in PREFERENCE if n in installed]
@@ -419,6 +669,8 @@ def main() -> None:
     peers = [
         f"torch {importlib.metadata.version('torch')}" if torch_data else None,
         f"dataloader-rs {importlib.metadata.version('dataloader-rs')}" if dataloader_rs else None,
+        f"spdl {importlib.metadata.version('spdl')}" if PipelineBuilder else None,
+        f"grain {importlib.metadata.version('grain')}" if grain else None,
     ]
     print(
         f"machine: {os.cpu_count()} cores, {_cpu_model()}, CPython {platform.python_version()}"
@@ -431,12 +683,39 @@ def main() -> None:
         lines += io_bound(names, runs, args.quick)
     if "3" in only:
         lines += numpy_items(names, runs, scale)
+    if "4" in only:
+        lines += cpu_bound(names, runs, scale)
     if "5" in only:
         lines += startup(names, runs)
-    if "7" in only and "rust" in names:
-        lines += attach_once(runs, scale)
+    if "6" in only:
+        lines += memory(names, args.quick)
+    if "7" in only:
+        lines += attach_once(names, runs, scale)
     print("\n".join(lines))
-    for name, module in (("torch", torch_data), ("dataloader-rs", dataloader_rs)):
+    if args.json:
+        import json
+
+        machine = (
+            f"{os.cpu_count()} cores, {_cpu_model()}, CPython {platform.python_version()}{build}"
+        )
+        with open(args.json, "w") as out:
+            json.dump(
+                {
+                    "interpreter": f"{platform.python_version()}{build}",
+                    "machine": machine,
+                    "peers": [p for p in peers if p],
+                    "tables": RESULTS,
+                    "markdown": lines,
+                },
+                out,
+                indent=1,
+            )
+    for name, module in (
+        ("torch", torch_data),
+        ("dataloader-rs", dataloader_rs),
+        ("SPDL", PipelineBuilder),
+        ("Grain", grain),
+    ):
         if module is None:
             print(f"\n{name} is not installed here: its rows are missing.")
 
