@@ -42,6 +42,7 @@ def speedup_plot(results: list[dict], path: Path) -> bool:
         for name, points in lines.items():
             points.sort()
             axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        axis.set_xticks(sorted({row["workers"] for row in table["rows"]}))
         axis.set_title(f"CPython {interpreter}: ~1 ms of pure Python per item")
         axis.set_xlabel("workers")
         axis.set_ylabel("items/s")

@@ -16,6 +16,7 @@ import importlib.metadata
 import os
 import platform
 import statistics
+import sys
 import sysconfig
 import time
 from collections.abc import Callable
@@ -210,7 +211,9 @@ def rs_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None) -
     return Entry(f"dataloader-rs, {workers} workers", count(loader), workers, "dataloader-rs")
 
 
-def spdl_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None) -> Entry | None:
+def spdl_entry(
+    dataset: Any, workers: int, batch_size: int, collate: Any = None, limit: int | None = None
+) -> Entry | None:
     """SPDL's thread pipeline, batch-level like our jobs: indices are grouped into
     batches, and each batch is fetched (and collated) by one task, in input order."""
     if PipelineBuilder is None or workers == 0:
@@ -219,10 +222,12 @@ def spdl_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None)
     def fetch(indices: list[int]) -> list[Any]:
         return [dataset[i] for i in indices]
 
+    length = len(dataset) if limit is None else min(limit, len(dataset))
+
     def epoch() -> int:
         builder = (
             PipelineBuilder()
-            .add_source(range(len(dataset)))
+            .add_source(range(length))
             .aggregate(batch_size)
             .pipe(fetch, concurrency=workers, output_order="input")
         )
@@ -251,13 +256,15 @@ class _GrainSource:
         return self.dataset[index]
 
 
-def grain_entry(dataset: Any, workers: int, batch_size: int) -> Entry | None:
-    """Grain's DataLoader (worker processes), batches stacked by its Batch op."""
+def grain_entry(dataset: Any, workers: int, batch_size: int, limit: int) -> Entry | None:
+    """Grain's DataLoader (worker processes), batches stacked by its Batch op, over the
+    first ``limit`` records: it is slow enough here that whole epochs would take minutes
+    (items/s does not depend on the epoch's length)."""
     if grain is None:
         return None
     loader = grain.DataLoader(
         data_source=_GrainSource(dataset),
-        sampler=grain.IndexSampler(len(dataset), shuffle=False, num_epochs=1, seed=0),
+        sampler=grain.IndexSampler(min(limit, len(dataset)), shuffle=False, num_epochs=1, seed=0),
         operations=[grain.Batch(batch_size=batch_size)],
         worker_count=workers,
     )
@@ -420,9 +427,9 @@ def overhead(names: list[str], runs: int, scale: int) -> list[str]:
         entries.append(ours(dataset, name, 2, 32, collate_fn=identity))
     entries += [torch_entry(dataset, 2, 32, collate_fn=identity), rs_entry(dataset, 2, 32)]
     entries += [
-        spdl_entry(dataset, 2, 32),
-        grain_entry(dataset, 0, 32),
-        grain_entry(dataset, 2, 32),
+        spdl_entry(dataset, 2, 32, limit=16384 // scale),  # slow here: see grain_entry
+        grain_entry(dataset, 0, 32, 8192 // scale),
+        grain_entry(dataset, 2, 32, 8192 // scale),
     ]
     return table(
         "1. Loader overhead: trivial items, batch 32, identity collate",
@@ -466,7 +473,7 @@ def numpy_items(names: list[str], runs: int, scale: int) -> list[str]:
             torch_entry(dataset, 2, 32),
             rs_entry(dataset, 2, 32, np.stack),
             spdl_entry(dataset, 2, 32, np.stack),
-            grain_entry(dataset, 2, 32),
+            grain_entry(dataset, 2, 32, 256 // scale),
         ]
         lines += table(
             f"3. NumPy items {title}, batch 32, default collate (dataloader-rs: np.stack), "
@@ -513,17 +520,16 @@ def sys_gil_enabled() -> bool:
 
 
 def memory(names: list[str], quick: bool) -> list[str]:
-    """Peak PSS of the whole process tree after one epoch with 4 workers, 1 GiB dataset."""
+    """PSS of the whole process tree after one epoch with 4 workers, over a 1 GiB dataset:
+    what each loader adds on top of the memory just before it was made."""
     megabytes = 64 if quick else 1024
     lines = [
         f"\n### 6. Memory: a {megabytes} MiB in-memory dataset (4 KiB bytes objects), "
-        "4 workers, PSS of the process and its children after an epoch\n",
-        "| loader | PSS MiB | over the dataset alone |",
-        "|---|---:|---:|",
+        "4 workers: PSS of the process and its children after an epoch\n",
+        "| loader | PSS before, MiB | after an epoch | added by the loader |",
+        "|---|---:|---:|---:|",
     ]
     dataset = Blobs(megabytes)
-    base = tree_pss_mib()
-    lines.append(f"| the dataset in this process, no loader | {base:,.0f} | 1.00x |")
     makers: list[tuple[str, Callable[[], Any]]] = [
         (
             f"{name}, 4 workers",
@@ -551,20 +557,24 @@ def memory(names: list[str], quick: bool) -> list[str]:
                 ),
             )
         )
-    if dataloader_rs is not None:
-        rs_dataset = for_dataloader_rs(dataset)
-        makers.append(
-            (
-                "dataloader-rs, 4 workers",
-                lambda: dataloader_rs.PyDataloader(rs_dataset, batch_size=256, num_workers=4),
-            )
-        )
     for label, make in makers:
+        before = tree_pss_mib()
         loader = make()
         sum(len(batch) for batch in loader)
-        pss = tree_pss_mib()  # torch's persistent workers are still alive here
-        lines.append(f"| {label} | {pss:,.0f} | {pss / base:.2f}x |")
+        after = tree_pss_mib()  # torch's persistent workers are still alive here
+        lines.append(f"| {label} | {before:,.0f} | {after:,.0f} | {after - before:+,.0f} |")
         del loader
+    if dataloader_rs is not None:
+        # Its dataset must be a PyDataset: a second copy, made (and measured) on its own.
+        del dataset
+        rs_dataset = for_dataloader_rs(Blobs(megabytes))
+        before = tree_pss_mib()
+        rs_loader = dataloader_rs.PyDataloader(rs_dataset, batch_size=256, num_workers=4)
+        sum(len(batch) for batch in rs_loader)
+        after = tree_pss_mib()
+        lines.append(
+            f"| dataloader-rs, 4 workers | {before:,.0f} | {after:,.0f} | {after - before:+,.0f} |"
+        )
     return lines
 
 
@@ -657,6 +667,7 @@ def main() -> None:
     parser.add_argument("--only", default="1,2,3,4,5,6,7", help="workloads to run (default all)")
     parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     installed = dataloader_api.backends()
     names = args.backends.split(",") if args.backends else [n for n in PREFERENCE if n in installed]
     for name in names:
@@ -677,21 +688,25 @@ def main() -> None:
         f"{build}; ours: {', '.join(names)}; peers: {', '.join(p for p in peers if p) or 'none'}"
     )
     lines: list[str] = []
+
+    def emit(new: list[str]) -> None:
+        print("\n".join(new))  # as each workload ends: a long run shows progress
+        lines.extend(new)
+
     if "1" in only:
-        lines += overhead(names, runs, scale)
+        emit(overhead(names, runs, scale))
     if "2" in only:
-        lines += io_bound(names, runs, args.quick)
+        emit(io_bound(names, runs, args.quick))
     if "3" in only:
-        lines += numpy_items(names, runs, scale)
+        emit(numpy_items(names, runs, scale))
     if "4" in only:
-        lines += cpu_bound(names, runs, scale)
+        emit(cpu_bound(names, runs, scale))
     if "5" in only:
-        lines += startup(names, runs)
+        emit(startup(names, runs))
     if "6" in only:
-        lines += memory(names, args.quick)
+        emit(memory(names, args.quick))
     if "7" in only:
-        lines += attach_once(names, runs, scale)
-    print("\n".join(lines))
+        emit(attach_once(names, runs, scale))
     if args.json:
         import json
 
