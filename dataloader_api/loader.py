@@ -59,6 +59,11 @@ def _check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def _check_positive_int(name: str, value: Any, allowed: str = "a positive int") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} option should be {allowed}, but got {name}={value!r}")
+
+
 def _check_callable(name: str, value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{name} should be callable or None, but got {type(value).__name__}")
@@ -139,15 +144,8 @@ class DataLoader:
         if num_workers > 0:
             if prefetch_factor is None:
                 prefetch_factor = 2
-            elif (
-                isinstance(prefetch_factor, bool)
-                or not isinstance(prefetch_factor, int)
-                or prefetch_factor < 1
-            ):
-                raise ValueError(
-                    "prefetch_factor option should be a positive int, but got "
-                    f"prefetch_factor={prefetch_factor!r}"
-                )
+            else:
+                _check_positive_int("prefetch_factor", prefetch_factor)
         if _check_bool("persistent_workers", persistent_workers) and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self._check_multiprocessing_context(multiprocessing_context, num_workers)
@@ -330,15 +328,7 @@ class DataLoader:
             )
 
     def _check_items_in_parallel(self, items_in_parallel: Any) -> None:
-        if (
-            isinstance(items_in_parallel, bool)
-            or not isinstance(items_in_parallel, int)
-            or items_in_parallel < 1
-        ):
-            raise ValueError(
-                "items_in_parallel option should be a positive int, but got "
-                f"items_in_parallel={items_in_parallel!r}"
-            )
+        _check_positive_int("items_in_parallel", items_in_parallel)
         if items_in_parallel == 1:
             return
         given = f"items_in_parallel={items_in_parallel}"
@@ -361,15 +351,8 @@ class DataLoader:
             )
 
     def _check_async(self, max_concurrency: Any, event_loop: Any) -> None:
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(
-                "max_concurrency option should be a positive int or None, but got "
-                f"max_concurrency={max_concurrency!r}"
-            )
+        if max_concurrency is not None:
+            _check_positive_int("max_concurrency", max_concurrency, "a positive int or None")
         if event_loop not in EVENT_LOOPS:
             raise ValueError(
                 f"event_loop option should be one of {', '.join(map(repr, EVENT_LOOPS))}, "

@@ -12,12 +12,16 @@ import atexit
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from dataloader_threads import IterableStream, PoolClosedError, wait_out_interpreter_exit
+from dataloader_threads import (
+    IterableStream,
+    PoolClosedError,
+    wait_out_interpreter_exit,
+    warn_busy_threads,
+)
 
 from dataloader_api.contract import BatchJob, PoolSpec
 
@@ -186,12 +190,7 @@ class CffiPool:
             for i in range(count):
                 self._core.pending.pop(int(ffi.cast("uintptr_t", dropped[i])), None)
         if busy and not lib.dl_exiting():
-            warnings.warn(
-                f"{busy} worker thread(s) still busy in dataset code {CLOSE_WAIT_MS / 1000:g} s "
-                "after close(); they exit when that call returns",
-                ResourceWarning,
-                stacklevel=2,
-            )
+            warn_busy_threads(busy, CLOSE_WAIT_MS / 1000)
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)

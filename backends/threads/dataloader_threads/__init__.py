@@ -24,6 +24,7 @@ __all__ = [
     "ThreadPool",
     "ThreadsBackend",
     "wait_out_interpreter_exit",
+    "warn_busy_threads",
 ]
 
 # How long close() waits for threads that are busy in user code.
@@ -53,6 +54,17 @@ _register(_at_exit)
 
 class PoolClosedError(RuntimeError):
     """The stream's pool was closed while the stream was still being read."""
+
+
+def warn_busy_threads(busy: int, waited_seconds: float) -> None:
+    """What a pool's close() says when threads are still in user code after its wait;
+    the warning points at the caller of close()."""
+    warnings.warn(
+        f"{busy} worker thread(s) still busy in dataset code {waited_seconds:g} s "
+        "after close(); they exit when that call returns",
+        ResourceWarning,
+        stacklevel=3,
+    )
 
 
 def wait_out_interpreter_exit(exiting: bool, held: threading.Condition | None = None) -> None:
@@ -209,12 +221,7 @@ class ThreadPool:
             thread.join(max(0.0, deadline - time.monotonic()))
             busy += thread.is_alive()
         if busy:
-            warnings.warn(
-                f"{busy} worker thread(s) still busy in dataset code {CLOSE_JOIN_SECONDS:g} s "
-                "after close(); they exit when that call returns",
-                ResourceWarning,
-                stacklevel=2,
-            )
+            warn_busy_threads(busy, CLOSE_JOIN_SECONDS)
 
 
 class _Waiter:
