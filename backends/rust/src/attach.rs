@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -32,9 +32,42 @@ pub fn exiting() -> bool {
     EXITING.load(Ordering::SeqCst)
 }
 
+/// Pool threads attached right now, less those inside `detached`: on GIL builds,
+/// whether one of them holds the GIL (user code that releases it is not seen).
+static POOL_ATTACHED: AtomicUsize = AtomicUsize::new(0);
+
+/// True when no pool thread is known to hold the GIL (always, without a GIL),
+/// so that attaching now would not sleep in CPython's take_gil.
+pub fn gil_looks_free() -> bool {
+    cfg!(Py_GIL_DISABLED) || POOL_ATTACHED.load(Ordering::SeqCst) == 0
+}
+
 thread_local! {
     /// This pool thread's own state, kept from its start to its end (attach once).
     static OWN_STATE: Cell<Option<ffi::PyGILState_STATE>> = const { Cell::new(None) };
+    /// Inside `with_python` on this thread (counted in POOL_ATTACHED).
+    static IN_POOL_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts this thread in POOL_ATTACHED while alive.
+struct PoolAttached {
+    outer: bool,
+}
+
+impl PoolAttached {
+    fn enter() -> Self {
+        POOL_ATTACHED.fetch_add(1, Ordering::SeqCst);
+        PoolAttached {
+            outer: IN_POOL_CALL.with(|c| c.replace(true)),
+        }
+    }
+}
+
+impl Drop for PoolAttached {
+    fn drop(&mut self) {
+        IN_POOL_CALL.with(|c| c.set(self.outer));
+        POOL_ATTACHED.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn ensure_guarded() -> ffi::PyGILState_STATE {
@@ -103,17 +136,27 @@ pub fn with_python<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
         return None;
     }
     let _ensured = Ensured(ensure_guarded());
-    Some(Python::attach(f))
+    Some(Python::attach(|py| {
+        let _counted = PoolAttached::enter();
+        f(py)
+    }))
 }
 
 /// Like `Python::detach`, for the consumer: waits without the interpreter and
 /// re-attaches through the guard (a daemon thread at exit parks, not aborts).
 pub fn detached<R>(_py: Python<'_>, f: impl FnOnce() -> R) -> R {
+    let pool_call = IN_POOL_CALL.with(Cell::get);
+    if pool_call {
+        POOL_ATTACHED.fetch_sub(1, Ordering::SeqCst);
+    }
     // SAFETY: attached (we hold `_py`); `f` does not touch Python objects.
     let saved = unsafe { ffi::PyEval_SaveThread() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     // SAFETY: re-activates the state saved above, on the same thread.
     unsafe { dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, saved.cast()) };
+    if pool_call {
+        POOL_ATTACHED.fetch_add(1, Ordering::SeqCst);
+    }
     match result {
         Ok(value) => value,
         Err(panic) => std::panic::resume_unwind(panic),

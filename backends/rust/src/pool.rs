@@ -231,6 +231,14 @@ impl Pool {
         &self.shared
     }
 
+    pub fn num_threads(&self) -> usize {
+        self.num_threads
+    }
+
+    pub fn attach_once(&self) -> bool {
+        self.attach_once
+    }
+
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> PyResult<()> {
         match lock(&self.threads).as_ref() {
             Some(threads) if !self.shared.is_closed() => {

@@ -1,9 +1,10 @@
 //! The batches of one epoch: `MapStream` (map-style datasets, jobs from the
 //! plan) and `IterStream` (iterable datasets, one stream per worker).
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use dataloader_core::{StreamBuffers, Take, Window};
@@ -19,8 +20,12 @@ use crate::pool::{lock, panic_error, Epoch, Pool, PoolShared};
 
 /// The consumer checks for signals (KeyboardInterrupt) at least this often.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
-/// How long the consumer spins (yielding) before it sleeps on the condition variable.
+/// How long the consumer spins before it sleeps on the condition variable.
 const SPIN: Duration = Duration::from_micros(50);
+/// How long a consumer with its batch ready spins for the GIL to look free.
+const SETTLE: Duration = Duration::from_micros(20);
+/// How long a worker with no job left waits for the consumer's next one.
+const LINGER: Duration = Duration::from_millis(5);
 /// A worker waiting for room wakes this often, to notice exit and closing.
 const IDLE_WAKE: Duration = Duration::from_millis(200);
 
@@ -91,10 +96,19 @@ fn wait_for<T>(
         };
         attach::detached(py, || {
             // A batch due within microseconds is cheaper to spin for than to sleep for.
+            // Once ready, also wait (up to SETTLE) for the pool threads to let go of
+            // the GIL: re-attaching while one holds it sleeps in CPython's take_gil,
+            // and that wake-up costs more than the spin.
             let spin_until = Instant::now() + SPIN;
-            while Instant::now() < spin_until {
+            let mut ready_since = None;
+            loop {
                 if ready(&lock(state)) {
-                    return;
+                    let since = *ready_since.get_or_insert_with(Instant::now);
+                    if attach::gil_looks_free() || since.elapsed() >= SETTLE {
+                        return;
+                    }
+                } else if Instant::now() >= spin_until {
+                    break;
                 }
                 std::thread::yield_now();
             }
@@ -204,15 +218,76 @@ impl MapJobs {
     }
 }
 
+/// Jobs started by the consumer and not yet taken by a worker.
+struct JobQueue {
+    jobs: VecDeque<(u64, Py<PyAny>)>,
+    /// Workers draining `jobs`, lingering ones included.
+    drainers: usize,
+    /// Drainers waiting on `MapShared::queued` for a job.
+    lingering: usize,
+    /// Wake-ups sent to lingering drainers and not yet taken by one.
+    wakes: usize,
+}
+
 struct MapShared {
     window: Mutex<Window<Outcome>>,
     changed: Condvar,
     closed: AtomicBool,
+    queue: Mutex<JobQueue>,
+    queued: Condvar,
+    /// How long an idle drainer waits for the next job; zero when jobs spread
+    /// their items over the pool, which needs idle threads back in rayon.
+    linger: Duration,
 }
 
 impl MapShared {
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    fn pop_job(&self) -> Option<(u64, Py<PyAny>)> {
+        lock(&self.queue).jobs.pop_front()
+    }
+
+    /// Queue a job for the drainers. True if the caller must start one more.
+    fn push_job(&self, job: (u64, Py<PyAny>), max_drainers: usize) -> bool {
+        let mut queue = lock(&self.queue);
+        queue.jobs.push_back(job);
+        if queue.lingering > queue.wakes {
+            queue.wakes += 1;
+            self.queued.notify_one();
+            false
+        } else if queue.drainers < max_drainers {
+            queue.drainers += 1;
+            true
+        } else {
+            false // every drainer is busy and will look at the queue next
+        }
+    }
+
+    /// Wait, detached, for a job; false (no longer a drainer) after `linger`
+    /// without one, or once the epoch is closed.
+    fn linger(&self) -> bool {
+        let deadline = Instant::now() + self.linger;
+        let mut queue = lock(&self.queue);
+        loop {
+            if !queue.jobs.is_empty() && !self.is_closed() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline || self.is_closed() {
+                queue.drainers -= 1;
+                return false;
+            }
+            queue.lingering += 1;
+            queue = self
+                .queued
+                .wait_timeout(queue, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            queue.lingering -= 1;
+            queue.wakes = queue.wakes.saturating_sub(1);
+        }
     }
 }
 
@@ -220,48 +295,69 @@ impl Epoch for MapShared {
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         let dropped = lock(&self.window).drain();
+        let queued = std::mem::take(&mut lock(&self.queue).jobs);
         self.changed.notify_all();
+        self.queued.notify_all();
         drop(dropped);
+        drop(queued);
     }
 }
 
-fn run_map_job(shared: Arc<MapShared>, fns: Arc<MapJobs>, position: u64, indices: Py<PyAny>) {
-    if attach::exiting() {
-        // At exit no pool thread touches Python again, not even to decref.
-        std::mem::forget(indices);
-        return;
+/// A worker's share of an epoch: jobs one after another, attached throughout
+/// (with attach once), then a short wait for more before it gives its thread
+/// back to rayon. Chaining jobs saves a detach and a GIL handoff per batch;
+/// lingering saves rayon's idle spin, whose yields take the consumer's core.
+fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
+    loop {
+        let ran = attach::with_python(|py| {
+            while !attach::exiting() {
+                let Some((position, indices)) = shared.pop_job() else {
+                    break;
+                };
+                run_map_job(py, &shared, &fns, position, indices);
+                if !chain {
+                    break;
+                }
+            }
+        });
+        if ran.is_none() || attach::exiting() {
+            // At exit no pool thread touches Python again, not even to decref.
+            std::mem::forget(std::mem::take(&mut lock(&shared.queue).jobs));
+            return;
+        }
+        if !shared.linger() {
+            return;
+        }
     }
+}
+
+fn run_map_job(
+    py: Python<'_>,
+    shared: &MapShared,
+    fns: &MapJobs,
+    position: u64,
+    indices: Py<PyAny>,
+) {
     if shared.is_closed() {
-        attach::with_python(|_| drop(indices));
+        drop(indices);
         return;
     }
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        attach::with_python(|py| {
-            let outcome = fns.run(py, indices.bind(py)).map(Bound::unbind);
-            let leftover = {
-                let mut window = lock(&shared.window);
-                if shared.is_closed() {
-                    Some(outcome)
-                } else {
-                    window.finish(position, outcome);
-                    None
-                }
-            };
-            shared.changed.notify_all();
-            drop(leftover);
-            drop(indices);
-        })
+        fns.run(py, indices.bind(py)).map(Bound::unbind)
     }));
-    if let Err(panic) = ran {
-        let error = panic_error(&*panic);
-        attach::with_python(|_| {
-            let mut window = lock(&shared.window);
-            if !shared.is_closed() {
-                window.finish(position, Err(error));
-            }
-        });
-        shared.changed.notify_all();
-    }
+    let outcome = ran.unwrap_or_else(|panic| Err(panic_error(&*panic)));
+    let leftover = {
+        let mut window = lock(&shared.window);
+        if shared.is_closed() {
+            Some(outcome)
+        } else {
+            window.finish(position, outcome);
+            None
+        }
+    };
+    shared.changed.notify_all();
+    drop(leftover);
+    drop(indices);
 }
 
 struct MapConsumer {
@@ -296,6 +392,18 @@ impl MapStream {
             window: Mutex::new(window),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            queue: Mutex::new(JobQueue {
+                jobs: VecDeque::new(),
+                drainers: 0,
+                lingering: 0,
+                wakes: 0,
+            }),
+            queued: Condvar::new(),
+            linger: if fns.items_in_parallel > 1 {
+                Duration::ZERO
+            } else {
+                LINGER
+            },
         });
         let pool_shared = Arc::clone(pool.get().shared());
         let epoch: Arc<dyn Epoch> = shared.clone();
@@ -326,10 +434,15 @@ impl MapStream {
             let position: u64 = job.getattr(intern!(py, "position"))?.extract()?;
             let indices = job.getattr(intern!(py, "indices"))?.unbind();
             lock(&self.shared.window).start();
-            let (shared, fns) = (Arc::clone(&self.shared), Arc::clone(&self.fns));
-            self.pool
-                .get()
-                .spawn(move || run_map_job(shared, fns, position, indices))?;
+            let pool = self.pool.get();
+            if self
+                .shared
+                .push_job((position, indices), pool.num_threads())
+            {
+                let (shared, fns) = (Arc::clone(&self.shared), Arc::clone(&self.fns));
+                let chain = pool.attach_once();
+                pool.spawn(move || drain_map_jobs(shared, fns, chain))?;
+            }
         }
         Ok(())
     }
