@@ -42,6 +42,7 @@ BROKEN = {
     ],
     "broken-iterable": ["test_every_item_exactly_once"],
     "broken-rotation": ["test_in_order_is_round_robin_over_workers", "test_iterable_resume"],
+    "broken-serial": ["test_num_workers_batches_are_fetched_at_once"],
 }
 
 

@@ -1,8 +1,10 @@
 """Property 3: at most num_workers * prefetch_factor batches are started but not
-consumed, also while the consumer stalls behind one slow (blocked) batch."""
+consumed, also while the consumer stalls behind one slow (blocked) batch; and
+the window is used: num_workers batches are fetched at once."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from hypothesis import given
@@ -57,3 +59,44 @@ def test_started_but_unconsumed_batches_stay_within_the_window(
     finally:
         dataset.release.set()
         iterator.close()
+
+
+class Rendezvous:
+    """The first item of each of the first ``workers`` batches waits until all of
+    them are being fetched at once: a backend that runs fewer jobs at a time
+    breaks the barrier after 5 s, and the batch raises ``BrokenBarrierError``."""
+
+    def __init__(self, length: int, batch_size: int, workers: int) -> None:
+        self.length, self.batch_size = length, batch_size
+        self.barrier = threading.Barrier(workers, timeout=5)
+        self.meeting = {b * batch_size for b in range(workers)}
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> int:
+        if index in self.meeting:
+            self.barrier.wait()
+        return index
+
+
+@given(
+    num_workers=st.integers(2, 4),
+    prefetch=st.integers(1, 3),
+    batch_size=st.integers(1, 3),
+    in_order=st.booleans(),
+)
+def test_num_workers_batches_are_fetched_at_once(
+    backend, num_workers, prefetch, batch_size, in_order
+):
+    length = batch_size * num_workers * 3
+    loader = DataLoader(
+        Rendezvous(length, batch_size, num_workers),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=prefetch,
+        in_order=in_order,
+        backend=backend,
+    )
+    items = [i for batch in loader for i in batch.tolist()]
+    assert sorted(items) == list(range(length))

@@ -6,6 +6,7 @@ can prove that it catches that one thing (conformance/check_broken_backends.py).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -167,6 +168,13 @@ class _RotatedPool(_Wrapped):
         )
 
 
+class _SerialPool(_Wrapped):
+    """One thread, whatever ``num_threads`` says: batches are fetched one at a time."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        self.inner = ThreadPool(dataclasses.replace(spec, num_threads=1))
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -183,3 +191,4 @@ BrokenShutdown = _backend("broken-shutdown", _ShutdownPool)
 BrokenAttach = _backend("broken-attach", _AttachPool)
 BrokenIterable = _backend("broken-iterable", _IterablePool)
 BrokenRotation = _backend("broken-rotation", _RotatedPool)
+BrokenSerial = _backend("broken-serial", _SerialPool)
