@@ -84,6 +84,120 @@ def throughput_plot(results: list[dict], path: Path) -> bool:
     return True
 
 
+def _table(result: dict, prefix: str) -> dict | None:
+    return next((t for t in result["tables"] if t["title"].startswith(prefix)), None)
+
+
+def _ours_best(table: dict, workers: int | None = None) -> dict | None:
+    """Our fastest row (the lowest for a table in ms) at ``workers``, if given."""
+    rows = [
+        r for r in table["rows"] if not r["peer"] and (workers is None or r["workers"] == workers)
+    ]
+    if not rows:
+        return None
+    pick = min if table["unit"] == "ms" else max
+    return pick(rows, key=lambda r: r["median"])
+
+
+def _peer(table: dict, peer: str, workers: int) -> dict | None:
+    return next((r for r in table["rows"] if r["peer"] == peer and r["workers"] == workers), None)
+
+
+def targets(result: dict) -> list[str]:
+    """The targets of the Rust backend's issue, met or missed on this run (medians)."""
+    lines = []
+
+    def verdict(name: str, reached: float | None, goal: float, text: str, low: bool = False):
+        if reached is None:
+            lines.append(f"| {name} | not measured in this run | {text} | |")
+            return
+        met = reached <= goal if low else reached >= goal
+        shown = f"{reached:.3f} ms" if low else f"{reached:.2f}x"
+        gap = f" ({reached / goal:.1f}x the goal)" if low else f" (by {1 - reached / goal:.0%})"
+        lines.append(f"| {name} | {shown} | {text} | {'met' if met else '**missed**' + gap} |")
+
+    overhead = _table(result, "1.")
+    if overhead:
+        mine = next((r for r in overhead["rows"] if r["workers"] == 0 and not r["peer"]), None)
+        bare = overhead.get("reference")
+        verdict(
+            "1. calling thread ÷ bare loop",
+            mine["median"] / bare["median"] if mine and bare else None,
+            0.9,
+            "≥ 0.9x",
+        )
+        best, rs = _ours_best(overhead, 2), _peer(overhead, "dataloader-rs", 2)
+        verdict(
+            f"1. 2 workers ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
+            best["median"] / rs["median"] if best and rs else None,
+            1.5,
+            "≥ 1.5x",
+        )
+    io = _table(result, "2.")
+    if io:
+        best, ideal = _ours_best(io), io.get("reference")
+        verdict(
+            f"2. 2 ms I/O, 8 workers ({best['label'] if best else 'ours'}) ÷ ideal",
+            best["median"] / ideal["median"] if best and ideal else None,
+            0.97,
+            "≥ 0.97x",
+        )
+    numpy = _table(result, "3. NumPy items 3x64x64")
+    if numpy:
+        best, rs = _ours_best(numpy, 2), _peer(numpy, "dataloader-rs", 2)
+        verdict(
+            f"3. float32 stack ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
+            best["median"] / rs["median"] if best and rs else None,
+            1.3,
+            "≥ 1.3x",
+        )
+    first = _table(result, "5a.")
+    best = _ours_best(first) if first else None
+    verdict(
+        f"5a. first batch ({best['label'] if best else 'ours'})",
+        best["median"] if best else None,
+        0.1,
+        "≤ 0.1 ms",
+        low=True,
+    )
+    return [
+        "| target | reached | goal | |",
+        "|---|---:|---|---|",
+        *lines,
+        "",
+        "What limits the missed ones: [benchmarks/README.md](../benchmarks/README.md#results).",
+    ]
+
+
+def peer_wins(result: dict) -> list[str]:
+    """Every table where a peer's median beats our best backend at the same workers."""
+    found = []
+    for table in result["tables"]:
+        low = table["unit"] == "ms"
+        for peer in ("torch", "dataloader-rs", "spdl", "grain"):
+            for theirs in (r for r in table["rows"] if r["peer"] == peer):
+                mine = _ours_best(table, theirs["workers"])
+                if mine is None:
+                    continue
+                better = (
+                    theirs["median"] < mine["median"] if low else theirs["median"] > mine["median"]
+                )
+                if better:
+                    unit, fmt = table["unit"], "{:.3f}" if low else "{:,.0f}"
+                    ours = (
+                        theirs["median"] / mine["median"]
+                        if low
+                        else mine["median"] / theirs["median"]
+                    )
+                    found.append(
+                        f"- {table['title'].split(':')[0]}: {theirs['label']}, "
+                        f"{fmt.format(theirs['median'])} {unit}, against our best, "
+                        f"{mine['label']}, {fmt.format(mine['median'])} {unit} "
+                        f"(ours {ours:.2f}x)."
+                    )
+    return found or ["No peer beats our best backend in any table of this run."]
+
+
 def main() -> None:
     files = [Path(a) for a in sys.argv[1:]]
     if not files:
@@ -113,6 +227,14 @@ def main() -> None:
             f"Machine: {result['machine']}. Peers: {', '.join(result['peers']) or 'none'}.",
             "",
         ]
+        if result.get("missing"):
+            out += [
+                f"Not installed for this run: {', '.join(result['missing'])}. `nox -s bench`"
+                " installs each peer where it has wheels (see benchmarks/README.md).",
+                "",
+            ]
+        out += ["### Targets", "", *targets(result), ""]
+        out += ["### Where a peer wins", "", *peer_wins(result), ""]
         out += [line.replace("\n### ", "### ") for line in result["markdown"]]
         out.append("")
     (DOCS / "benchmarks.md").write_text("\n".join(out) + "\n")

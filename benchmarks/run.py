@@ -343,6 +343,11 @@ def table(
                 for e in present
             ],
             "markdown": lines,  # filled in below
+            "reference": (
+                {"label": ref_name, "median": statistics.median(ref_values)}
+                if ref_name and ref_values
+                else None
+            ),
         }
     )
     for entry in present:
@@ -395,6 +400,23 @@ def startup_table(
         "| loader | median ms | min | max | torch ÷ this | dataloader-rs ÷ this |",
         "|---|---:|---:|---:|---:|---:|",
     ]
+    RESULTS.append(
+        {
+            "title": title,
+            "unit": "ms",  # lower is better
+            "rows": [
+                {
+                    "label": label,
+                    "workers": 2,
+                    "peer": peer,
+                    "median": statistics.median(times[label]),
+                    "min": min(times[label]),
+                    "max": max(times[label]),
+                }
+                for label, peer, _ in makers
+            ],
+        }
+    )
     for label, peer, _ in makers:
         mine = times[label]
         cells = []
@@ -725,18 +747,22 @@ def main() -> None:
                     "peers": [p for p in peers if p],
                     "tables": RESULTS,
                     "markdown": lines,
+                    "missing": [name for name, module in PEERS if module is None],
                 },
                 out,
                 indent=1,
             )
-    for name, module in (
-        ("torch", torch_data),
-        ("dataloader-rs", dataloader_rs),
-        ("SPDL", PipelineBuilder),
-        ("Grain", grain),
-    ):
+    for name, module in PEERS:
         if module is None:
             print(f"\n{name} is not installed here: its rows are missing.")
+
+
+PEERS = [
+    ("torch", torch_data),
+    ("dataloader-rs", dataloader_rs),
+    ("SPDL", PipelineBuilder),
+    ("Grain", grain),
+]
 
 
 def _cpu_model() -> str:
