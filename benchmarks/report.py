@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -103,6 +104,14 @@ def _peer(table: dict, peer: str, workers: int) -> dict | None:
     return next((r for r in table["rows"] if r["peer"] == peer and r["workers"] == workers), None)
 
 
+def _ratio(mine: dict, theirs: dict) -> float:
+    """Median of the run-by-run ratios, as in the tables; results written before
+    run.py recorded each run give the ratio of the medians."""
+    if "runs" in mine and "runs" in theirs:
+        return statistics.median(a / b for a, b in zip(mine["runs"], theirs["runs"], strict=True))
+    return mine["median"] / theirs["median"]
+
+
 def targets(result: dict) -> list[str]:
     """The targets of the Rust backend's issue, met or missed on this run (medians)."""
     lines = []
@@ -122,14 +131,14 @@ def targets(result: dict) -> list[str]:
         bare = overhead.get("reference")
         verdict(
             "1. calling thread ÷ bare loop",
-            mine["median"] / bare["median"] if mine and bare else None,
+            _ratio(mine, bare) if mine and bare else None,
             0.9,
             "≥ 0.9x",
         )
         best, rs = _ours_best(overhead, 2), _peer(overhead, "dataloader-rs", 2)
         verdict(
             f"1. 2 workers ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
-            best["median"] / rs["median"] if best and rs else None,
+            _ratio(best, rs) if best and rs else None,
             1.5,
             "≥ 1.5x",
         )
@@ -138,7 +147,7 @@ def targets(result: dict) -> list[str]:
         best, ideal = _ours_best(io), io.get("reference")
         verdict(
             f"2. 2 ms I/O, 8 workers ({best['label'] if best else 'ours'}) ÷ ideal",
-            best["median"] / ideal["median"] if best and ideal else None,
+            _ratio(best, ideal) if best and ideal else None,
             0.97,
             "≥ 0.97x",
         )
@@ -147,7 +156,7 @@ def targets(result: dict) -> list[str]:
         best, rs = _ours_best(numpy, 2), _peer(numpy, "dataloader-rs", 2)
         verdict(
             f"3. float32 stack ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
-            best["median"] / rs["median"] if best and rs else None,
+            _ratio(best, rs) if best and rs else None,
             1.3,
             "≥ 1.3x",
         )
@@ -184,11 +193,7 @@ def peer_wins(result: dict) -> list[str]:
                 )
                 if better:
                     unit, fmt = table["unit"], "{:.3f}" if low else "{:,.0f}"
-                    ours = (
-                        theirs["median"] / mine["median"]
-                        if low
-                        else mine["median"] / theirs["median"]
-                    )
+                    ours = _ratio(theirs, mine) if low else _ratio(mine, theirs)
                     found.append(
                         f"- {table['title'].split(':')[0]}: {theirs['label']}, "
                         f"{fmt.format(theirs['median'])} {unit}, against our best, "

@@ -339,12 +339,13 @@ def table(
                     "median": statistics.median(rates[e.label]),
                     "min": min(rates[e.label]),
                     "max": max(rates[e.label]),
+                    "runs": rates[e.label],
                 }
                 for e in present
             ],
             "markdown": lines,  # filled in below
             "reference": (
-                {"label": ref_name, "median": statistics.median(ref_values)}
+                {"label": ref_name, "median": statistics.median(ref_values), "runs": ref_values}
                 if ref_name and ref_values
                 else None
             ),
@@ -412,6 +413,7 @@ def startup_table(
                     "median": statistics.median(times[label]),
                     "min": min(times[label]),
                     "max": max(times[label]),
+                    "runs": times[label],
                 }
                 for label, peer, _ in makers
             ],
