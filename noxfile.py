@@ -253,18 +253,26 @@ def demo(session: nox.Session) -> None:
 @nox.session(python=PRESENT)
 def bench(session: nox.Session) -> None:
     """benchmarks/run.py side by side with the peers, which this session installs
-    (torch, SPDL, Grain, and dataloader-rs where it has wheels: 3.13+); results go to
+    where they have wheels; results go to
     benchmarks/results/, and `nox -s bench_report` turns them into docs/benchmarks.md.
 
     `nox -s bench -- --quick` installs no peer and only proves the runner works (CI).
     """
     quick = "--quick" in session.posargs
     peers: list[str] = []
-    if not quick and not str(session.python).endswith("t"):
-        # torch's PyPI wheels bring CUDA (about 5 GiB); pip caches them after the first run.
-        peers = ["torch", "spdl", "grain"]
-        if str(session.python) >= "3.13":
+    if not quick:
+        # Where each has wheels (PyPI, 2026-12): SPDL's is pure Python; torch 2.15 has
+        # cp311-cp314 and cp314t, dataloader-rs 0.2.0 cp313, cp314 and cp314t, Grain
+        # GIL builds only. So 3.13t gets SPDL alone.
+        version = str(session.python)
+        free_threaded, minor = version.endswith("t"), version.rstrip("t")
+        peers = ["spdl"]
+        if not free_threaded or minor >= "3.14":
+            peers.append("torch")  # its PyPI wheels bring CUDA (about 5 GiB)
+        if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
             peers.append("dataloader-rs")
+        if not free_threaded:
+            peers.append("grain")
     install_project(session, *peers)
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
