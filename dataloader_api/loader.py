@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import multiprocessing.context
+import os
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -75,6 +76,7 @@ class _Pool:
     def __init__(self, pool: WorkerPool, infos: list[WorkerInfo]) -> None:
         self.pool = pool
         self.infos = infos
+        self.pid = os.getpid()  # a forked child inherits the pool but none of its threads
 
 
 class DataLoader:
@@ -487,6 +489,12 @@ class DataLoader:
         if self._persistent_pool is None:
             self._persistent_pool = self._new_pool()
             self._finalizer = weakref.finalize(self, self._persistent_pool.pool.close)
+        if self._persistent_pool.pid != os.getpid():
+            raise RuntimeError(
+                "this DataLoader's persistent worker threads belong to process "
+                f"{self._persistent_pool.pid}, and a forked child has none: create the "
+                "DataLoader in the process that iterates it, or use persistent_workers=False"
+            )
         return self._persistent_pool, False
 
     def close(self) -> None:

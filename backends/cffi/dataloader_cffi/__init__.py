@@ -44,7 +44,7 @@ def _at_exit() -> None:
     """Interpreter exit: no C thread calls into Python again; nothing waits for them."""
     lib.dl_set_exiting()
     for pool in list(_live_pools):
-        pool.close()
+        pool.close()  # a no-op for pools inherited through fork()
 
 
 getattr(threading, "_register_atexit", atexit.register)(_at_exit)
@@ -110,6 +110,7 @@ class CffiPool:
         self._core = _Core(spec.thread_init)
         self._epochs: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
+        self._pid = os.getpid()  # a forked child inherits none of the C threads
         status = ffi.new("int *")
         init = self._core.init  # alive while the threads start, the only time C uses it
         pool = lib.dl_py_pool_new(
@@ -136,12 +137,26 @@ class CffiPool:
     def closed(self) -> bool:
         return self._closed
 
+    def _inherited(self) -> bool:
+        return os.getpid() != self._pid
+
+    def check_process(self) -> None:
+        """Raise if this pool came through ``fork()``: using it would wait forever."""
+        if self._inherited():
+            raise RuntimeError(
+                f"this worker pool's threads belong to process {self._pid}, and a forked "
+                "child has none: create the DataLoader in the process that iterates it, or "
+                "use persistent_workers=False so that each epoch starts its own threads"
+            )
+
     def track(self, epoch: Any) -> None:
+        self.check_process()
         if self._closed:
             raise PoolClosedError("this worker pool is closed")
         self._epochs.add(epoch)
 
     def submit(self, function: Callable[..., None], *args: Any) -> None:
+        self.check_process()
         task = _Task(self._core, function, args)
         self._core.pending[id(task)] = task
         status = lib.dl_pool_submit(self._pool, ffi.cast("void *", id(task)))
@@ -182,6 +197,10 @@ class CffiPool:
             return
         self._closed = True
         _live_pools.discard(self)
+        if self._inherited():
+            # No thread to stop or wait for here, and a parent thread may have held
+            # the C pool's lock at the fork: leave it alone.
+            return
         for epoch in list(self._epochs):
             epoch.close()
         busy = lib.dl_pool_close(self._pool, 0 if lib.dl_exiting() else CLOSE_WAIT_MS)
@@ -194,7 +213,7 @@ class CffiPool:
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)
-        if pool is None:
+        if pool is None or self._inherited():
             return
         if not self._closed:
             self._closed = True
@@ -276,6 +295,7 @@ class MapStream:
             self._pool.submit(_run_job, self._state, job, self._fetch, self._collate)
 
     def __next__(self) -> Any:
+        self._pool.check_process()
         state = self._state
         if state.closed:
             raise StopIteration

@@ -52,6 +52,8 @@ struct InitState {
 /// What the pool threads share; nothing in it refers to a user-facing object.
 pub struct PoolShared {
     closed: AtomicBool,
+    /// The process whose threads these are: a forked child inherits none of them.
+    pid: u32,
     epochs: Mutex<Vec<Weak<dyn Epoch>>>,
     live_threads: Mutex<usize>,
     threads_changed: Condvar,
@@ -66,7 +68,26 @@ impl PoolShared {
         self.closed.load(Ordering::SeqCst)
     }
 
+    /// Inherited through `fork()`: this process has none of the pool's threads.
+    pub fn inherited(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// The error for using an inherited pool, which would wait forever.
+    pub fn check_process(&self) -> PyResult<()> {
+        if !self.inherited() {
+            return Ok(());
+        }
+        Err(PyRuntimeError::new_err(format!(
+            "this worker pool's threads belong to process {}, and a forked child has none: \
+             create the DataLoader in the process that iterates it, or use \
+             persistent_workers=False so that each epoch starts its own threads",
+            self.pid
+        )))
+    }
+
     pub fn track(&self, epoch: Weak<dyn Epoch>) -> PyResult<()> {
+        self.check_process()?;
         if self.is_closed() {
             return Err(PyRuntimeError::new_err("this worker pool is closed"));
         }
@@ -134,7 +155,9 @@ pub fn mark_exiting() {
     attach::mark_exiting();
     let pools = std::mem::take(&mut *lock(&LIVE_POOLS));
     for pool in pools.iter().filter_map(Weak::upgrade) {
-        pool.close_epochs();
+        if !pool.inherited() {
+            pool.close_epochs();
+        }
     }
 }
 
@@ -252,6 +275,16 @@ impl Pool {
     }
 
     fn close_inner(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
+        if self.shared.inherited() {
+            // A forked child: no thread to stop or wait for, and a lock of the pool
+            // may have been held by a parent thread at the fork. Touch nothing.
+            if !self.shared.closed.swap(true, Ordering::SeqCst) {
+                if let Ok(mut threads) = self.threads.try_lock() {
+                    std::mem::forget(threads.take());
+                }
+            }
+            return Ok(());
+        }
         if !self.shared.close_epochs() {
             return Ok(());
         }
@@ -310,6 +343,7 @@ impl Pool {
         let native = Arc::new(NativeCollate::new(py)?);
         let shared = Arc::new(PoolShared {
             closed: AtomicBool::new(false),
+            pid: std::process::id(),
             epochs: Mutex::new(Vec::new()),
             live_threads: Mutex::new(0),
             threads_changed: Condvar::new(),

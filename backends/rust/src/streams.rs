@@ -464,6 +464,7 @@ impl MapStream {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.pool_shared.check_process()?;
         let Ok(mut consumer) = self.consumer.try_lock() else {
             return Err(PyRuntimeError::new_err(
                 "this batch stream is being read by another thread",
@@ -677,6 +678,7 @@ impl IterStream {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.pool_shared.check_process()?;
         let Ok(mut delivered) = self.delivered.try_lock() else {
             return Err(PyRuntimeError::new_err(
                 "this batch stream is being read by another thread",
