@@ -26,6 +26,9 @@ const SPIN: Duration = Duration::from_micros(50);
 const SETTLE: Duration = Duration::from_micros(20);
 /// How long a worker with no job left waits for the consumer's next one.
 const LINGER: Duration = Duration::from_millis(5);
+/// The first part of LINGER, spent yielding: a job due within microseconds is
+/// cheaper to spin for than to be woken for.
+const LINGER_SPIN: Duration = Duration::from_micros(30);
 /// A worker waiting for room wakes this often, to notice exit and closing.
 const IDLE_WAKE: Duration = Duration::from_millis(200);
 
@@ -268,7 +271,16 @@ impl MapShared {
     /// Wait, detached, for a job; false (no longer a drainer) after `linger`
     /// without one, or once the epoch is closed.
     fn linger(&self) -> bool {
-        let deadline = Instant::now() + self.linger;
+        let start = Instant::now();
+        let deadline = start + self.linger;
+        if !self.linger.is_zero() {
+            while start.elapsed() < LINGER_SPIN {
+                if !lock(&self.queue).jobs.is_empty() || self.is_closed() {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
         let mut queue = lock(&self.queue);
         loop {
             if !queue.jobs.is_empty() && !self.is_closed() {
