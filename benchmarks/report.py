@@ -125,6 +125,16 @@ def targets(result: dict) -> list[str]:
         gap = f" ({reached / goal:.1f}x the goal)" if low else f" (by {1 - reached / goal:.0%})"
         lines.append(f"| {name} | {shown} | {text} | {'met' if met else '**missed**' + gap} |")
 
+    def versus(name: str, mine: dict | None, against: dict | None, goal: float) -> None:
+        """A ratio target: ``mine`` (our row, named in the line) over ``against``."""
+        label = f"{name.split(' ÷ ')[0]} ({mine['label'] if mine else 'ours'})"
+        verdict(
+            f"{label} ÷ {name.split(' ÷ ')[1]}",
+            _ratio(mine, against) if mine and against else None,
+            goal,
+            f"≥ {goal}x",
+        )
+
     overhead = _table(result, "1.")
     if overhead:
         mine = next((r for r in overhead["rows"] if r["workers"] == 0 and not r["peer"]), None)
@@ -135,31 +145,15 @@ def targets(result: dict) -> list[str]:
             0.9,
             "≥ 0.9x",
         )
-        best, rs = _ours_best(overhead, 2), _peer(overhead, "dataloader-rs", 2)
-        verdict(
-            f"1. 2 workers ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
-            _ratio(best, rs) if best and rs else None,
-            1.5,
-            "≥ 1.5x",
-        )
+        rs = _peer(overhead, "dataloader-rs", 2)
+        versus("1. 2 workers ÷ dataloader-rs", _ours_best(overhead, 2), rs, 1.5)
     io = _table(result, "2.")
     if io:
-        best, ideal = _ours_best(io), io.get("reference")
-        verdict(
-            f"2. 2 ms I/O, 8 workers ({best['label'] if best else 'ours'}) ÷ ideal",
-            _ratio(best, ideal) if best and ideal else None,
-            0.97,
-            "≥ 0.97x",
-        )
+        versus("2. 2 ms I/O, 8 workers ÷ ideal", _ours_best(io), io.get("reference"), 0.97)
     numpy = _table(result, "3. NumPy items 3x64x64")
     if numpy:
-        best, rs = _ours_best(numpy, 2), _peer(numpy, "dataloader-rs", 2)
-        verdict(
-            f"3. float32 stack ({best['label'] if best else 'ours'}) ÷ dataloader-rs",
-            _ratio(best, rs) if best and rs else None,
-            1.3,
-            "≥ 1.3x",
-        )
+        rs = _peer(numpy, "dataloader-rs", 2)
+        versus("3. float32 stack ÷ dataloader-rs", _ours_best(numpy, 2), rs, 1.3)
     first = _table(result, "5a.")
     best = _ours_best(first) if first else None
     verdict(
