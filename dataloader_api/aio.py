@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any
 
-from .contract import BatchJob
+from .contract import BatchJob, process_id
 
 __all__ = ["EVENT_LOOPS", "AsyncRunner", "async_getitem"]
 
@@ -75,6 +75,8 @@ class AsyncRunner:
         self.loop_type = f"{type(self._loop).__module__}.{type(self._loop).__qualname__}"
         self._limit = asyncio.Semaphore(max_concurrency) if max_concurrency is not None else None
         self.closed = False
+        # A forked child inherits the loop but not its thread: nothing there runs it.
+        self.pid = process_id()
         ready = threading.Event()
         # The thread must not hold the runner: it closes when its users drop it.
         self._thread = threading.Thread(
@@ -82,7 +84,7 @@ class AsyncRunner:
         )
         self._thread.start()
         ready.wait()
-        self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread)
+        self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread, self.pid)
         #: items running right now, and the most seen at once (for tests and stats)
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -93,6 +95,11 @@ class AsyncRunner:
         """Start the items of one batch (or the one item) now."""
         if self.closed:
             raise RuntimeError("this loader's event loop is closed")
+        if self.pid != process_id():
+            raise RuntimeError(
+                f"this event loop runs on a thread of process {self.pid}, and a forked "
+                "child has none: start a new epoch in the child"
+            )
         started = Started()
         coroutine = self._batch(getitem, indices) if batched else self._item(getitem, indices)
         started.future = asyncio.run_coroutine_threadsafe(started.track(coroutine), self._loop)
@@ -138,7 +145,7 @@ class AsyncRunner:
     def cancel(self, batches: Iterable[Started]) -> None:
         """Cancel these batches and wait (bounded) until their cancellation completed."""
         pending = [b for b in batches if not b.future.done()]
-        if not pending or self._loop.is_closed():
+        if not pending or self._loop.is_closed() or self.pid != process_id():
             return
         tasks = [b.task for b in pending if b.task is not None]
         for batch in pending:
@@ -172,9 +179,9 @@ def _run_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
         loop.close()
 
 
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    if loop.is_closed():
-        return
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, pid: int) -> None:
+    if loop.is_closed() or pid != process_id():
+        return  # in a forked child the loop's thread, which would stop it, is not there
     on_loop = threading.current_thread() is thread
     try:
         done = asyncio.run_coroutine_threadsafe(_cancel_all(), loop)

@@ -72,10 +72,19 @@ Attach once
     Each pool thread runs ``PoolSpec.thread_init(worker_id)`` once, on itself,
     before any job, and keeps one Python thread state for its whole life:
     a ``threading.local()`` set by a job is seen by later jobs on that thread.
+
+Fork
+    A process forked from the one that made a pool has none of its threads.
+    The loader never calls a pool, stream or event loop there: the child's next
+    batch of an inherited epoch raises ``RuntimeError``, and closing it does not
+    reach the backend. A backend that frees its objects on its own (``__del__``,
+    ``Drop``) must not wait for the parent's threads when that runs in a child;
+    :func:`process_id` tells which process it is in, without a system call.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -86,7 +95,24 @@ __all__ = [
     "BatchStream",
     "PoolSpec",
     "WorkerPool",
+    "process_id",
 ]
+
+_process_id = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    global _process_id
+    _process_id = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def process_id() -> int:
+    """``os.getpid()``, kept up to date by ``os.register_at_fork`` (cheap per batch)."""
+    return _process_id
 
 
 @dataclass(frozen=True, slots=True)

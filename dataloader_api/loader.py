@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import multiprocessing.context
-import os
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +15,7 @@ from typing import Any
 
 from . import collate as collate_module
 from .aio import EVENT_LOOPS, AsyncEpoch, AsyncRunner, async_getitem
-from .contract import Backend, BatchJob, BatchStream, PoolSpec, WorkerPool
+from .contract import Backend, BatchJob, BatchStream, PoolSpec, WorkerPool, process_id
 from .distributed import rank_and_world_size
 from .errors import DataLoaderTimeoutError
 from .plan import EpochPlan, iterable_batches, make_fetch
@@ -76,7 +75,7 @@ class _Pool:
     def __init__(self, pool: WorkerPool, infos: list[WorkerInfo]) -> None:
         self.pool = pool
         self.infos = infos
-        self.pid = os.getpid()  # a forked child inherits the pool but none of its threads
+        self.pid = process_id()  # a forked child inherits the pool but none of its threads
 
 
 class DataLoader:
@@ -395,10 +394,12 @@ class DataLoader:
         """The async side of a new epoch, on the loader's event loop (made once)."""
         if self._agetitem is None:
             return None
-        if self._runner is None or self._runner.closed:
-            # It stops its loop when the last loader or epoch using it is gone.
-            self._runner = AsyncRunner(self.event_loop, self.max_concurrency)
-        return AsyncEpoch(self._runner, self._agetitem, self._auto_collation)
+        runner = self._runner
+        if runner is None or runner.closed or runner.pid != process_id():
+            # It stops its loop when the last loader or epoch using it is gone; one
+            # inherited by a forked child has no thread there, so the child makes its own.
+            runner = self._runner = AsyncRunner(self.event_loop, self.max_concurrency)
+        return AsyncEpoch(runner, self._agetitem, self._auto_collation)
 
     @property
     def window(self) -> int:
@@ -488,8 +489,10 @@ class DataLoader:
             return self._new_pool(), True
         if self._persistent_pool is None:
             self._persistent_pool = self._new_pool()
-            self._finalizer = weakref.finalize(self, self._persistent_pool.pool.close)
-        if self._persistent_pool.pid != os.getpid():
+            self._finalizer = weakref.finalize(
+                self, _close_pool, self._persistent_pool.pool, self._persistent_pool.pid
+            )
+        if self._persistent_pool.pid != process_id():
             raise RuntimeError(
                 "this DataLoader's persistent worker threads belong to process "
                 f"{self._persistent_pool.pid}, and a forked child has none: create the "
@@ -545,7 +548,15 @@ class DataLoader:
                 skip, worker_states, aio, recorder
             )
             iterator = LoaderIterator(
-                batches, None, self._pin_or_none(), length, skip, aio, recorder, summary
+                batches,
+                None,
+                self._pin_or_none(),
+                length,
+                skip,
+                aio,
+                recorder,
+                summary,
+                on_threads=False,
             )
         else:
             pool, owned = self._pool_for_epoch()
@@ -859,6 +870,7 @@ class LoaderIterator:
         aio: AsyncEpoch | None = None,
         recorder: StatsRecorder | None = None,
         summary: Callable[[EpochStats], None] | None = None,
+        on_threads: bool = True,
     ) -> None:
         self._batches = batches
         self._recorder = recorder
@@ -872,8 +884,10 @@ class LoaderIterator:
         #: iterable datasets: worker id -> its dataset state after its last delivered batch
         self.worker_states: dict[int, Any] = {}
         self.last_worker: int | None = None
+        # A forked child inherits the epoch but not its worker threads, if it has any.
+        self._pid = process_id() if on_threads else None
         # Runs on close(), on garbage collection and at interpreter exit.
-        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool, aio)
+        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool, aio, process_id())
 
     def __iter__(self) -> LoaderIterator:
         return self
@@ -881,6 +895,11 @@ class LoaderIterator:
     def __next__(self) -> Any:
         if self._closed:
             raise StopIteration
+        if self._pid is not None and self._pid != process_id():
+            raise RuntimeError(
+                f"this epoch's worker threads belong to process {self._pid}, and a forked "
+                "child has none: start a new epoch (iter(loader)) in the child"
+            )
         recorder = self._recorder
         start = perf_counter()
         try:
@@ -929,7 +948,14 @@ class LoaderIterator:
         self.close()
 
 
-def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None = None) -> None:
+def _close_pool(pool: WorkerPool, pid: int) -> None:
+    if pid == process_id():  # a forked child has none of the threads to stop
+        pool.close()
+
+
+def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None, pid: int) -> None:
+    if pid != process_id():
+        return  # a forked child: the threads and the event loop are the parent's
     close = getattr(batches, "close", None)
     try:
         if close is not None:

@@ -4,6 +4,7 @@ those threads, and iterating a persistent loader there must raise, not hang."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 import dataloader_api
-from dataloader_api import DataLoader
+from dataloader_api import DataLoader, IterableDataset
 
 SHIPPED = [name for name in ("threads", "rust", "cffi") if name in dataloader_api.backends()]
 
@@ -47,22 +48,7 @@ def persistent(backend: str) -> DataLoader:
     return loader
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                reason="known: in the full suite a forked child freeing threads-backend "
-                "pools took 6-14 s in CI (alone it takes 0.02 s); not yet understood",
-                strict=False,
-            ),
-        )
-        if name == "threads"
-        else name
-        for name in SHIPPED
-    ],
-)
+@pytest.mark.parametrize("backend", SHIPPED)
 def test_a_child_frees_inherited_pools_without_waiting_for_their_threads(backend):
     # Garbage in cycles: the child's gc.collect() closes both pools. Each close used
     # to wait 2 s for threads that only the parent has.
@@ -109,4 +95,95 @@ def test_a_child_runs_an_inherited_loader_without_persistent_workers(backend):
         return 0 if sum(len(b) for b in loader) == 40 else 2
 
     code, _ = in_child(iterate)
+    assert code == 0
+
+
+class AsyncItems:
+    def __len__(self) -> int:
+        return 40
+
+    async def __getitem__(self, index: int) -> int:
+        await asyncio.sleep(0)
+        return index
+
+
+def async_loader() -> DataLoader:
+    loader = DataLoader(AsyncItems(), batch_size=4, num_workers=2, backend="threads")
+    assert sum(len(b) for b in loader) == 40
+    return loader
+
+
+def test_a_child_frees_an_inherited_event_loop_without_waiting_for_its_thread():
+    # Closing the loop used to wait 2 s for the parent's loop thread to cancel its tasks.
+    cycle: list[object] = [async_loader(), async_loader()]
+    cycle.append(cycle)
+    del cycle
+    gc.disable()
+    try:
+
+        def collect() -> int:
+            gc.collect()
+            return 0
+
+        code, seconds = in_child(collect)
+    finally:
+        gc.enable()
+        gc.collect()
+    assert code == 0
+    assert seconds < 2.0, f"the child took {seconds:.2f} s to free two inherited event loops"
+
+
+def test_a_child_runs_an_inherited_async_loader_on_its_own_event_loop():
+    loader = async_loader()
+
+    def iterate() -> int:
+        return 0 if sum(len(b) for b in loader) == 40 else 2
+
+    code, seconds = in_child(iterate)
+    loader.close()
+    assert code == 0
+    assert seconds < 2.0
+
+
+class Numbers(IterableDataset):
+    def __iter__(self):
+        return iter(range(400))
+
+
+@pytest.mark.parametrize("iterable", [False, True], ids=["map", "iterable"])
+@pytest.mark.parametrize("backend", SHIPPED)
+def test_a_child_gets_an_error_from_an_inherited_epoch_not_a_hang(backend, iterable):
+    dataset = Numbers() if iterable else list(range(400))
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend=backend)
+    epoch = iter(loader)
+    next(epoch)
+
+    def go_on() -> int:
+        try:
+            next(epoch)
+        except RuntimeError as error:
+            if "forked child" not in str(error):
+                return 2
+        else:
+            return 3
+        # A new epoch works (each worker copy of the iterable yields all 400).
+        return 0 if sum(len(b) for b in loader) == (800 if iterable else 400) else 4
+
+    code, seconds = in_child(go_on)
+    epoch.close()
+    assert code == 0
+    assert seconds < 2.0
+
+
+def test_a_child_exit_leaves_the_parents_threads_backend_pools_alone():
+    import dataloader_threads
+
+    loader = persistent("threads")
+
+    def exit_hook_pools() -> int:
+        # They may hold locks a parent thread had at the fork: closing them could hang.
+        return len(dataloader_threads._live_pools)
+
+    code, _ = in_child(exit_hook_pools)
+    loader.close()
     assert code == 0

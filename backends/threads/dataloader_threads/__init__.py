@@ -7,6 +7,7 @@ code that keeps all of them.
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 import warnings
@@ -50,6 +51,10 @@ def _at_exit() -> None:
 # atexit (where weakref finalizers of live iterators run); fall back to atexit.
 _register = getattr(threading, "_register_atexit", atexit.register)
 _register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    # A forked child has none of the pools' threads: its exit must not close them
+    # (their locks may have been held by a parent thread at the fork).
+    os.register_at_fork(after_in_child=_live_pools.clear)
 
 
 class PoolClosedError(RuntimeError):
