@@ -43,6 +43,7 @@ BROKEN = {
     "broken-iterable": ["test_every_item_exactly_once"],
     "broken-rotation": ["test_in_order_is_round_robin_over_workers", "test_iterable_resume"],
     "broken-serial": ["test_num_workers_batches_are_fetched_at_once"],
+    "broken-init": ["test_a_worker_init_fn_error_surfaces_before_any_batch"],
 }
 
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import ItemError, Recorder, batches_as_lists, os_thread_count, wait_until
 
-from dataloader_api import DataLoader, DataLoaderTimeoutError
+from dataloader_api import DataLoader, DataLoaderTimeoutError, IterableDataset, get_worker_info
 
 
 @given(
@@ -71,6 +71,69 @@ def test_a_collate_error_surfaces_for_its_batch(backend, num_workers):
         next(iterator)
     assert "fussy_collate" in [f.name for f in traceback.extract_tb(raised.value.__traceback__)]
     iterator.close()
+
+
+class InitError(Exception):
+    pass
+
+
+class ThreadLog(IterableDataset):
+    """``range(length)`` split between the workers; logs the threads that iterate it."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.threads: set[int] = set()
+
+    def __iter__(self):
+        self.threads.add(threading.get_ident())
+        info = get_worker_info()
+        assert info is not None
+        return iter(range(info.id, self.length, info.num_workers))
+
+
+@given(
+    num_workers=st.integers(1, 3),
+    data=st.data(),
+    persistent=st.booleans(),
+    iterable=st.booleans(),
+)
+def test_a_worker_init_fn_error_surfaces_before_any_batch(
+    backend, num_workers, data, persistent, iterable
+):
+    """Contract: a ``thread_init`` error is raised by ``create_pool`` or, at the
+    latest, by the first ``__next__``; no dataset call runs on a thread whose
+    init failed, and an epoch after the init is fixed runs normally."""
+    failing = data.draw(st.sets(st.integers(0, num_workers - 1), min_size=1), label="failing")
+    threads_before = os_thread_count()
+    failed_threads: set[int] = set()
+
+    def init(worker_id: int) -> None:
+        if worker_id in failing:
+            failed_threads.add(threading.get_ident())
+            raise InitError(f"worker {worker_id} refused to start")
+
+    dataset = ThreadLog(12) if iterable else Recorder(12)
+    loader = DataLoader(
+        dataset,
+        batch_size=2,
+        num_workers=num_workers,
+        worker_init_fn=init,
+        persistent_workers=persistent,
+        backend=backend,
+    )
+    delivered = []
+    with pytest.raises(InitError, match=r"^worker \d refused to start$") as raised:
+        for batch in loader:
+            delivered.append(batch)
+    assert delivered == []
+    assert "init" in [frame.name for frame in traceback.extract_tb(raised.value.__traceback__)]
+    assert not dataset.threads & failed_threads
+    del raised  # its traceback refers to the epoch
+    if not persistent:
+        failing.clear()
+        assert sorted(x for batch in loader for x in batch.tolist()) == list(range(12))
+    loader.close()
+    assert wait_until(lambda: os_thread_count() <= threads_before)
 
 
 @given(

@@ -36,7 +36,8 @@ Errors
     The stream stays usable: the next ``__next__`` returns the next batch (a
     failed iterable stream counts as exhausted). An exception raised by
     ``PoolSpec.thread_init`` is raised by ``create_pool`` or, at the latest,
-    by the first ``__next__`` of every stream of that pool.
+    by the first ``__next__`` of every stream of that pool, before any batch;
+    a thread whose ``thread_init`` raised runs no job.
 
 Timeout
     With ``timeout`` set, a ``__next__`` that waited ``timeout`` seconds

@@ -6,6 +6,7 @@ can prove that it catches that one thing (conformance/check_broken_backends.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -175,6 +176,17 @@ class _SerialPool(_Wrapped):
         self.inner = ThreadPool(dataclasses.replace(spec, num_threads=1))
 
 
+class _InitPool(_Wrapped):
+    """Swallows a ``thread_init`` error: the thread runs jobs uninitialised."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        def forgiving_init(worker_id: int) -> None:
+            with contextlib.suppress(Exception):
+                spec.thread_init(worker_id)
+
+        self.inner = ThreadPool(dataclasses.replace(spec, thread_init=forgiving_init))
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -192,3 +204,4 @@ BrokenAttach = _backend("broken-attach", _AttachPool)
 BrokenIterable = _backend("broken-iterable", _IterablePool)
 BrokenRotation = _backend("broken-rotation", _RotatedPool)
 BrokenSerial = _backend("broken-serial", _SerialPool)
+BrokenInit = _backend("broken-init", _InitPool)
