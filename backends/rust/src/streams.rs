@@ -26,8 +26,10 @@ const SPIN: Duration = Duration::from_micros(50);
 const SETTLE: Duration = Duration::from_micros(20);
 /// How long a worker with no job left waits for the consumer's next one.
 const LINGER: Duration = Duration::from_millis(5);
-/// The first part of LINGER, spent yielding: a job due within microseconds is
-/// cheaper to spin for than to be woken for.
+/// The first part of LINGER, spent yielding after a job that took at least this
+/// long: the workers are then what the consumer waits for, and its next job,
+/// due within microseconds, is cheaper to spin for than to be woken for. After
+/// shorter jobs the consumer is the bottleneck, and yielding takes its core.
 const LINGER_SPIN: Duration = Duration::from_micros(30);
 /// A worker waiting for room wakes this often, to notice exit and closing.
 const IDLE_WAKE: Duration = Duration::from_millis(200);
@@ -270,10 +272,10 @@ impl MapShared {
 
     /// Wait, detached, for a job; false (no longer a drainer) after `linger`
     /// without one, or once the epoch is closed.
-    fn linger(&self) -> bool {
+    fn linger(&self, last_job: Duration) -> bool {
         let start = Instant::now();
         let deadline = start + self.linger;
-        if !self.linger.is_zero() {
+        if !self.linger.is_zero() && last_job >= LINGER_SPIN {
             while start.elapsed() < LINGER_SPIN {
                 if !lock(&self.queue).jobs.is_empty() || self.is_closed() {
                     break;
@@ -320,13 +322,17 @@ impl Epoch for MapShared {
 /// back to rayon. Chaining jobs saves a detach and a GIL handoff per batch;
 /// lingering saves rayon's idle spin, whose yields take the consumer's core.
 fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
+    // How long this drainer's latest job took: it decides how it lingers.
+    let mut last_job = Duration::ZERO;
     loop {
         let ran = attach::with_python(|py| {
             while !attach::exiting() {
                 let Some((position, indices)) = shared.pop_job() else {
                     break;
                 };
+                let started = Instant::now();
                 run_map_job(py, &shared, &fns, position, indices);
+                last_job = started.elapsed();
                 if !chain {
                     break;
                 }
@@ -337,7 +343,7 @@ fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
             std::mem::forget(std::mem::take(&mut lock(&shared.queue).jobs));
             return;
         }
-        if !shared.linger() {
+        if !shared.linger(last_job) {
             return;
         }
     }
