@@ -9,9 +9,16 @@ import traceback
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import ItemError, Recorder, batches_as_lists, os_thread_count, wait_until
+from support import (
+    ItemError,
+    Recorder,
+    Sharded,
+    batches_as_lists,
+    os_thread_count,
+    wait_until,
+)
 
-from dataloader_api import DataLoader, DataLoaderTimeoutError, IterableDataset, get_worker_info
+from dataloader_api import DataLoader, DataLoaderTimeoutError
 
 
 @given(
@@ -77,20 +84,6 @@ class InitError(Exception):
     pass
 
 
-class ThreadLog(IterableDataset):
-    """``range(length)`` split between the workers; logs the threads that iterate it."""
-
-    def __init__(self, length: int) -> None:
-        self.length = length
-        self.threads: set[int] = set()
-
-    def __iter__(self):
-        self.threads.add(threading.get_ident())
-        info = get_worker_info()
-        assert info is not None
-        return iter(range(info.id, self.length, info.num_workers))
-
-
 @given(
     num_workers=st.integers(1, 3),
     data=st.data(),
@@ -102,7 +95,8 @@ def test_a_worker_init_fn_error_surfaces_before_any_batch(
 ):
     """Contract: a ``thread_init`` error is raised by ``create_pool`` or, at the
     latest, by the first ``__next__``; no dataset call runs on a thread whose
-    init failed, and an epoch after the init is fixed runs normally."""
+    init failed, and a loader that is not persistent runs its next epoch
+    normally once the init is fixed."""
     failing = data.draw(st.sets(st.integers(0, num_workers - 1), min_size=1), label="failing")
     threads_before = os_thread_count()
     failed_threads: set[int] = set()
@@ -112,7 +106,7 @@ def test_a_worker_init_fn_error_surfaces_before_any_batch(
             failed_threads.add(threading.get_ident())
             raise InitError(f"worker {worker_id} refused to start")
 
-    dataset = ThreadLog(12) if iterable else Recorder(12)
+    dataset = Sharded(12) if iterable else Recorder(12)
     loader = DataLoader(
         dataset,
         batch_size=2,

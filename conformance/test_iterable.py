@@ -6,33 +6,9 @@ import threading
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support import Sharded
 
-from dataloader_api import DataLoader, IterableDataset, get_worker_info
-
-
-class Sharded(IterableDataset):
-    """The PyTorch documentation's idiom: each worker takes a strided share."""
-
-    def __init__(self, length: int, uneven: bool = False) -> None:
-        self.length = length
-        self.uneven = uneven
-        self.infos: list[tuple[int, int, int, int]] = []
-        self.lock = threading.Lock()
-
-    def __iter__(self):
-        info = get_worker_info()
-        assert info is not None
-        with self.lock:
-            self.infos.append((info.id, info.num_workers, info.seed, id(info.dataset)))
-        assert isinstance(info.dataset, Sharded)
-        if self.uneven:
-            # worker w takes a contiguous block whose size grows with w
-            bounds = [
-                self.length * k * (k + 1) // (info.num_workers * (info.num_workers + 1))
-                for k in range(info.num_workers + 1)
-            ]
-            return iter(range(bounds[info.id], bounds[info.id + 1]))
-        return iter(range(info.id, self.length, info.num_workers))
+from dataloader_api import DataLoader
 
 
 @given(
