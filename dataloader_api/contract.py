@@ -5,29 +5,37 @@ which batch, in which order), wraps the user's dataset and collate function
 into plain callables and owns every argument check and error message. A
 backend decides only *how* those callables run on its threads.
 
-A backend is an object with a ``create_pool`` method (:class:`Backend`),
-registered under the entry-point group ``dataloader_api.backends``. The loader
-creates one :class:`WorkerPool` per loader (``persistent_workers=True``) or per
-epoch, and asks it for one :class:`BatchStream` per epoch through
-:meth:`WorkerPool.map_batches` (map-style datasets) or
-:meth:`WorkerPool.stream_batches` (iterable datasets).
+A backend is an object with a ``create_pool`` method and its declared
+capabilities (:class:`Backend`), registered under the entry-point group
+``dataloader_api.backends``. The loader creates one :class:`WorkerPool` per
+loader (``persistent_workers=True``) or per epoch from a :class:`PoolSpec`, and
+asks it for one :class:`BatchStream` per epoch through
+:meth:`WorkerPool.map_batches` (map-style datasets, the work as a
+:class:`MapWork`) or :meth:`WorkerPool.stream_batches` (iterable datasets, an
+:class:`IterWork`), each with the epoch's :class:`StreamSpec` (window,
+ordering, timeout). Everything crosses the contract as these frozen values:
+nothing is read from attributes hung on callables.
+
+``dataloader_api.kit`` holds what Python backends share (exit registry,
+waiting, the Python window and iterable streams, a thread pool); a backend may
+use it or not, but never imports another backend.
 
 Duties of every backend (the conformance suite checks each of them):
 
 Bounded window
-    At most ``window`` batches of one stream are *started but not yet
+    At most ``StreamSpec.window`` batches of one stream are *started but not yet
     consumed* at any time: a job may start only while fewer than ``window``
     of the stream's batches have been started and not yet returned by
     ``__next__``. This holds behind a slow batch too: in ordered mode the
     batches finished after it wait in a reorder buffer and count against the
     window. For :meth:`WorkerPool.stream_batches` the window is split evenly:
-    each of the ``n`` streams has at most ``max(1, window // n)`` batches
-    started but not consumed.
+    each of the ``n = IterWork.num_streams`` streams has at most
+    ``max(1, window // n)`` batches started but not consumed.
 
 Ordering
-    ``in_order=True``: batches come out in plan order (``BatchJob.position``),
-    each job exactly once. ``in_order=False``: in completion order, same
-    multiset, a slow batch does not hold back the others.
+    ``StreamSpec.in_order=True``: batches come out in plan order
+    (``BatchJob.position``), each job exactly once. ``in_order=False``: in
+    completion order, same multiset, a slow batch does not hold back the others.
 
 Errors
     An exception raised by ``fetch``, ``collate`` or a stream is raised by
@@ -40,9 +48,9 @@ Errors
     a thread whose ``thread_init`` raised runs no job.
 
 Timeout
-    With ``timeout`` set, a ``__next__`` that waited ``timeout`` seconds
-    without its batch arriving raises the exception returned by
-    ``on_timeout(position)`` and closes the stream.
+    With ``StreamSpec.timeout`` set, a ``__next__`` that waited ``timeout``
+    seconds without its batch arriving raises the exception returned by
+    ``StreamSpec.on_timeout(position)`` and closes the stream.
 
 Waiting
     The consumer waits in slices short enough that ``KeyboardInterrupt`` and
@@ -94,7 +102,11 @@ __all__ = [
     "Backend",
     "BatchJob",
     "BatchStream",
+    "IterWork",
+    "MapWork",
     "PoolSpec",
+    "StatsSink",
+    "StreamSpec",
     "WorkerPool",
     "process_id",
 ]
@@ -140,15 +152,109 @@ class PoolSpec:
 
     ``items_in_parallel`` above 1 is only ever passed to a backend whose
     ``Backend.supports_items_in_parallel`` is true (the loader rejects it for
-    others): the ``fetch`` of ``map_batches`` then has a ``getitem`` attribute,
-    the dataset's ``__getitem__``, and the backend may call it for the items
-    of one batch on up to that many threads, returning them in index order.
+    others); see ``MapWork.getitem``.
     """
 
     num_threads: int
     thread_init: Callable[[int], None]
     name: str = "dataloader"
     items_in_parallel: int = 1
+
+    def __post_init__(self) -> None:
+        for field, value in (
+            ("num_threads", self.num_threads),
+            ("items_in_parallel", self.items_in_parallel),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"PoolSpec.{field} must be an int >= 1, got {value!r}")
+
+
+def _timed_out(position: int) -> BaseException:
+    return TimeoutError(f"timed out waiting for batch {position}")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSpec:
+    """How one epoch's batches flow: the same for map-style and iterable epochs.
+
+    ``window``: batches started but not yet consumed, at most (``num_workers *
+    prefetch_factor`` for the loader). ``in_order``: plan order, else completion
+    order. ``timeout``: seconds one ``__next__`` waits for its batch, ``None``
+    for ever; past it, ``on_timeout(position)`` is the exception to raise.
+    """
+
+    window: int
+    in_order: bool = True
+    timeout: float | None = None
+    on_timeout: Callable[[int], BaseException] = _timed_out
+
+    def __post_init__(self) -> None:
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
+            raise ValueError(f"StreamSpec.window must be an int >= 1, got {self.window!r}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"StreamSpec.timeout must be > 0 or None, got {self.timeout!r}")
+
+
+@runtime_checkable
+class StatsSink(Protocol):
+    """Where a backend reports work it did natively instead of calling the loader's
+    timed ``fetch``/``collate`` (``MapWork.stats``)."""
+
+    def record_fetch(self, seconds: float, items: int) -> None: ...
+
+    def record_collate(self, seconds: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MapWork:
+    """One map-style epoch: run ``collate(fetch(job.indices))`` for each job.
+
+    ``jobs`` is consumed lazily on the consumer's thread, as the window frees
+    up (it may be a user's sampler). ``fetch`` and ``collate`` are the loader's
+    own callables; a backend calls them as they are, except where a field
+    below lets it do the same work itself:
+
+    - ``collate_is_default``: ``collate`` is the library's
+      ``default_collate`` (timed, with ``stats``); a backend may collate
+      natively instead when the result is identical.
+    - ``getitem``: set only with ``PoolSpec.items_in_parallel > 1``: the
+      dataset's ``__getitem__``; the backend may call it for the items of one
+      batch on up to that many threads (returning them in index order) instead
+      of calling ``fetch``.
+    - ``stats``: set when the loader collects stats; ``fetch`` and ``collate``
+      then time themselves, and a backend that replaces one of them reports
+      through ``stats.record_fetch(seconds, items)`` or
+      ``stats.record_collate(seconds)``.
+    """
+
+    jobs: Iterable[BatchJob]
+    fetch: Callable[[Any], Any]
+    collate: Callable[[Any], Any]
+    collate_is_default: bool = False
+    getitem: Callable[[Any], Any] | None = None
+    stats: StatsSink | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IterWork:
+    """One iterable-dataset epoch: ``num_streams`` iterators of ready batches.
+
+    ``open_stream(i)`` returns stream ``i``'s iterator; each stream is opened
+    and advanced by one thread at a time. ``StreamSpec.in_order=True``
+    delivers round-robin over the streams, skipping exhausted ones (PyTorch's
+    order); ``in_order=False`` in completion order.
+    """
+
+    open_stream: Callable[[int], Iterator[Any]]
+    num_streams: int
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.num_streams, bool)
+            or not isinstance(self.num_streams, int)
+            or self.num_streams < 1
+        ):
+            raise ValueError(f"IterWork.num_streams must be an int >= 1, got {self.num_streams!r}")
 
 
 @runtime_checkable
@@ -168,50 +274,14 @@ class BatchStream(Protocol):
 
 @runtime_checkable
 class WorkerPool(Protocol):
-    """A set of ``num_threads`` worker threads that runs batch streams."""
+    """A set of ``PoolSpec.num_threads`` worker threads that runs batch streams."""
 
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> BatchStream:
-        """Run ``collate(fetch(job.indices))`` for each job, on the pool's threads.
-
-        ``jobs`` is consumed lazily on the consumer's thread, as the window
-        frees up (it may be a user's sampler). ``fetch`` and ``collate`` are
-        the loader's own wrappers; a backend may replace ``collate`` by an
-        equivalent native implementation when ``collate`` is
-        ``dataloader_api.collate.default_collate`` and produces an identical
-        result. With ``collect_stats``, ``collate`` and ``fetch`` are timing
-        wrappers: ``collate.__wrapped__`` is the function to compare, and a
-        backend that collates natively then calls ``collate.record(seconds)``
-        (one that fetches items itself, ``fetch.record(seconds, items)``).
-        """
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        """The batches of ``work``, run on the pool's threads as ``stream`` says."""
         ...
 
-    def stream_batches(
-        self,
-        open_stream: Callable[[int], Iterator[Any]],
-        num_streams: int,
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> BatchStream:
-        """Drain ``num_streams`` iterators of ready batches (iterable datasets).
-
-        ``open_stream(i)`` returns stream ``i``'s iterator; each stream is
-        opened and advanced by one thread at a time. ``in_order=True`` delivers
-        round-robin over the streams, skipping exhausted ones (PyTorch's order);
-        ``in_order=False`` in completion order.
-        """
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        """The batches of ``work``'s streams, drained on the pool's threads."""
         ...
 
     def close(self) -> None:
@@ -221,9 +291,14 @@ class WorkerPool(Protocol):
 
 @runtime_checkable
 class Backend(Protocol):
-    """An execution engine, found through the ``dataloader_api.backends`` entry points."""
+    """An execution engine, found through the ``dataloader_api.backends`` entry points.
+
+    ``supports_items_in_parallel``: the backend honours
+    ``PoolSpec.items_in_parallel > 1`` (``MapWork.getitem``); the loader
+    rejects that option for a backend that declares False.
+    """
 
     name: str
-    # Optional: a backend that splits batches sets ``supports_items_in_parallel = True``.
+    supports_items_in_parallel: bool
 
     def create_pool(self, spec: PoolSpec) -> WorkerPool: ...

@@ -15,7 +15,17 @@ from typing import Any
 
 from . import collate as collate_module
 from .aio import EVENT_LOOPS, AsyncEpoch, AsyncRunner, async_getitem
-from .contract import Backend, BatchJob, BatchStream, PoolSpec, WorkerPool, process_id
+from .contract import (
+    Backend,
+    BatchJob,
+    BatchStream,
+    IterWork,
+    MapWork,
+    PoolSpec,
+    StreamSpec,
+    WorkerPool,
+    process_id,
+)
 from .distributed import rank_and_world_size
 from .errors import DataLoaderTimeoutError
 from .plan import EpochPlan, iterable_batches, make_fetch
@@ -345,7 +355,7 @@ class DataLoader:
                 f"{given} splits a batch into __getitem__ calls, but this dataset defines "
                 "__getitems__, which fetches a batch in one call"
             )
-        if not getattr(self._backend, "supports_items_in_parallel", False):
+        if self._backend is None or not self._backend.supports_items_in_parallel:
             raise ValueError(
                 f"{given} is not supported by backend {self.backend_name!r}, which runs "
                 "each batch on one thread; use backend='rust' or items_in_parallel=1"
@@ -762,12 +772,8 @@ class DataLoader:
                 )
 
             return pool.pool.stream_batches(
-                open_stream,
-                self.num_workers,
-                window=self.window,
-                in_order=self.in_order,
-                timeout=timeout,
-                on_timeout=on_stream_timeout,
+                IterWork(open_stream, self.num_workers),
+                StreamSpec(self.window, self.in_order, timeout, on_stream_timeout),
             )
 
         plan = EpochPlan(
@@ -782,26 +788,29 @@ class DataLoader:
                 f"{position + skip}{which}"
             )
 
+        getitem = None
         if aio is not None:
             # Each batch's coroutines start as the backend takes its job; workers wait.
             jobs: Iterable[BatchJob] = aio.jobs(plan)
             fetch: Callable[[Any], Any] = aio.fetch
         else:
             jobs = plan
-            fetch = make_fetch(
-                self.dataset, self._auto_collation, itemwise=self.items_in_parallel > 1
-            )
+            fetch = make_fetch(self.dataset, self._auto_collation)
+            if self.items_in_parallel > 1:
+                getitem = self.dataset.__getitem__
         if recorder is not None:
             jobs = recorder.jobs(jobs)
             fetch = recorder.timed_fetch(fetch, self._auto_collation)
-        return pool.pool.map_batches(
+        work = MapWork(
             jobs,
             fetch,
             collate,
-            window=self.window,
-            in_order=self.in_order,
-            timeout=timeout,
-            on_timeout=on_timeout,
+            collate_is_default=self.collate_fn is collate_module.default_collate,
+            getitem=getitem,
+            stats=recorder,
+        )
+        return pool.pool.map_batches(
+            work, StreamSpec(self.window, self.in_order, timeout, on_timeout)
         )
 
     # -- pinning ----------------------------------------------------------

@@ -50,13 +50,8 @@ class EpochPlan:
         return None
 
 
-def make_fetch(dataset: Any, batched: bool, itemwise: bool = False) -> Callable[[Any], Any]:
-    """The callable that turns a job's indices into samples.
-
-    With ``itemwise`` (``items_in_parallel > 1``) it carries the dataset's
-    ``__getitem__`` as ``fetch.getitem``, so a backend may fetch the items of
-    one batch on several threads.
-    """
+def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
+    """The callable that turns a job's indices into samples."""
     if not batched:
         return dataset.__getitem__  # type: ignore[no-any-return]
     getitems = getattr(dataset, "__getitems__", None)
@@ -66,8 +61,6 @@ def make_fetch(dataset: Any, batched: bool, itemwise: bool = False) -> Callable[
     def fetch(indices: list[int]) -> list[Any]:
         return [dataset[i] for i in indices]
 
-    if itemwise:
-        fetch.getitem = dataset.__getitem__  # type: ignore[attr-defined]
     return fetch
 
 

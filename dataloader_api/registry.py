@@ -68,5 +68,11 @@ def resolve_backend(name: str | None = None) -> Backend:
             f"backend {name!r} ({installed[name].value}) does not implement "
             "dataloader_api.contract.Backend: it has no create_pool()"
         )
+    if not isinstance(getattr(backend, "supports_items_in_parallel", None), bool):
+        raise TypeError(
+            f"backend {name!r} ({installed[name].value}) does not implement "
+            "dataloader_api.contract.Backend: it must declare supports_items_in_parallel "
+            "(a bool)"
+        )
     _loaded[name] = backend
     return backend  # type: ignore[no-any-return]

@@ -3,9 +3,8 @@
 ``DataLoader.stats()`` returns the :class:`EpochStats` of the current (or last)
 epoch. The fetch and collate callables a backend runs are thin wrappers that
 time each call; a backend that replaces the default collate natively (the Rust
-backend) reports its time through ``collate.record(seconds)``, and one that
-fetches the items of a batch itself (``items_in_parallel``) through
-``fetch.record(seconds, items)``.
+backend) or fetches the items of a batch itself (``items_in_parallel``)
+reports to the recorder, which is the epoch's ``MapWork.stats`` sink.
 """
 
 from __future__ import annotations
@@ -153,7 +152,7 @@ class StatsRecorder:
             self._stats.collate_seconds += seconds
 
     def timed_fetch(self, fetch: Callable[[Any], Any], batched: bool) -> Callable[[Any], Any]:
-        """``fetch`` timed; it keeps ``getitem`` (``items_in_parallel``) and gains ``record``."""
+        """``fetch``, timed."""
         record = self.record_fetch
         clock = time.perf_counter
 
@@ -163,15 +162,10 @@ class StatsRecorder:
             record(clock() - start, len(samples) if batched else 1)
             return samples
 
-        timed.__wrapped__ = fetch  # type: ignore[attr-defined]
-        timed.record = record  # type: ignore[attr-defined]
-        getitem = getattr(fetch, "getitem", None)
-        if getitem is not None:
-            timed.getitem = getitem  # type: ignore[attr-defined]
         return timed
 
     def timed_collate(self, collate: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """``collate`` timed; a backend that replaces ``__wrapped__`` calls ``record``."""
+        """``collate``, timed."""
         record = self.record_collate
         clock = time.perf_counter
 
@@ -181,8 +175,6 @@ class StatsRecorder:
             record(clock() - start)
             return batch
 
-        timed.__wrapped__ = collate  # type: ignore[attr-defined]
-        timed.record = record  # type: ignore[attr-defined]
         return timed
 
 

@@ -23,7 +23,7 @@ from dataloader_threads import (
     warn_busy_threads,
 )
 
-from dataloader_api.contract import BatchJob, PoolSpec
+from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 
 from ._engine import ffi, lib
 
@@ -166,31 +166,29 @@ class CffiPool:
                 raise MemoryError("dataloader_cffi: out of memory queueing a task")
             raise PoolClosedError("the worker pool was closed while this epoch was running")
 
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> MapStream:
-        return MapStream(self, jobs, fetch, collate, window, in_order, timeout, on_timeout)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream:
+        return MapStream(
+            self,
+            work.jobs,
+            work.fetch,
+            work.collate,
+            stream.window,
+            stream.in_order,
+            stream.timeout,
+            stream.on_timeout,
+        )
 
-    def stream_batches(
-        self,
-        open_stream: Callable[[int], Iterator[Any]],
-        num_streams: int,
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> IterableStream:
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> IterableStream:
         # IterableStream only needs submit(), track() and closed from its pool.
-        return IterableStream(self, open_stream, num_streams, window, in_order, timeout, on_timeout)  # type: ignore[arg-type]
+        return IterableStream(
+            self,  # type: ignore[arg-type]
+            work.open_stream,
+            work.num_streams,
+            stream.window,
+            stream.in_order,
+            stream.timeout,
+            stream.on_timeout,
+        )
 
     def close(self) -> None:
         if self._closed:
@@ -340,6 +338,7 @@ class CffiBackend:
     """Entry point ``cffi`` of the ``dataloader_api.backends`` group."""
 
     name = "cffi"
+    supports_items_in_parallel = False
 
     def create_pool(self, spec: PoolSpec) -> CffiPool:
         return CffiPool(spec)

@@ -36,19 +36,6 @@ def test_pool_settings_and_closing_twice():
     pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         pool.submit(print)
-    with pytest.raises(ValueError, match="num_threads must be at least 1"):
-        dataloader_cffi.CffiPool(spec(0))
-
-
-def test_bad_window_is_named():
-    pool = dataloader_cffi.CffiBackend().create_pool(spec(1))
-    try:
-        with pytest.raises(ValueError, match="window must be at least 1"):
-            pool.map_batches(
-                [], list, list, window=0, in_order=True, timeout=None, on_timeout=TimeoutError
-            )
-    finally:
-        pool.close()
 
 
 class ThreadState:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from queue import Empty, SimpleQueue
 from typing import Any
 
-from dataloader_api.contract import BatchJob, PoolSpec
+from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 
 __all__ = [
     "IterableStream",
@@ -180,30 +180,28 @@ class ThreadPool:
     def submit(self, function: Callable[..., None], *args: Any) -> None:
         self._core.tasks.put((function, args))
 
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> MapStream:
-        return MapStream(self, jobs, fetch, collate, window, in_order, timeout, on_timeout)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream:
+        return MapStream(
+            self,
+            work.jobs,
+            work.fetch,
+            work.collate,
+            stream.window,
+            stream.in_order,
+            stream.timeout,
+            stream.on_timeout,
+        )
 
-    def stream_batches(
-        self,
-        open_stream: Callable[[int], Iterator[Any]],
-        num_streams: int,
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> IterableStream:
-        return IterableStream(self, open_stream, num_streams, window, in_order, timeout, on_timeout)
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> IterableStream:
+        return IterableStream(
+            self,
+            work.open_stream,
+            work.num_streams,
+            stream.window,
+            stream.in_order,
+            stream.timeout,
+            stream.on_timeout,
+        )
 
     def close(self) -> None:
         core = self._core
@@ -534,6 +532,7 @@ class ThreadsBackend:
     """Entry point ``threads`` of the ``dataloader_api.backends`` group."""
 
     name = "threads"
+    supports_items_in_parallel = False
 
     def create_pool(self, spec: PoolSpec) -> ThreadPool:
         return ThreadPool(spec)

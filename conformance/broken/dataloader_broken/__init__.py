@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from dataloader_threads import ThreadPool
 
-from dataloader_api.contract import BatchJob, BatchStream, PoolSpec
+from dataloader_api.contract import BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
 
 
 class _Wrapped:
@@ -23,19 +24,11 @@ class _Wrapped:
     def __init__(self, spec: PoolSpec) -> None:
         self.inner = ThreadPool(spec)
 
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        **options: Any,
-    ) -> BatchStream:
-        return self.inner.map_batches(jobs, fetch, collate, **options)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        return self.inner.map_batches(work, stream)
 
-    def stream_batches(
-        self, open_stream: Callable[[int], Iterator[Any]], num_streams: int, **options: Any
-    ) -> BatchStream:
-        return self.inner.stream_batches(open_stream, num_streams, **options)
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        return self.inner.stream_batches(work, stream)
 
     def close(self) -> None:
         self.inner.close()
@@ -74,43 +67,45 @@ def _first_twice(batches: Iterator[Any]) -> Iterator[Any]:
 
 
 class _OrderPool(_Wrapped):
-    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
-        return _Stream(super().map_batches(jobs, fetch, collate, **options), _swap_pairs)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        return _Stream(super().map_batches(work, stream), _swap_pairs)
 
 
 class _DuplicatePool(_Wrapped):
-    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
-        return _Stream(super().map_batches(jobs, fetch, collate, **options), _first_twice)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        return _Stream(super().map_batches(work, stream), _first_twice)
 
 
 class _WindowPool(_Wrapped):
-    def map_batches(self, jobs, fetch, collate, *, window, **options):  # type: ignore[no-untyped-def]
-        return super().map_batches(jobs, fetch, collate, window=window * 4, **options)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        return super().map_batches(work, replace(stream, window=stream.window * 4))
 
 
 class _ErrorsPool(_Wrapped):
-    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        fetch = work.fetch
+
         def lossy_fetch(indices: Any) -> Any:
             try:
                 return fetch(indices)
             except Exception:
                 raise RuntimeError("a worker failed") from None
 
-        return super().map_batches(jobs, lossy_fetch, collate, **options)
+        return super().map_batches(replace(work, fetch=lossy_fetch), stream)
 
 
 class _TimeoutPool(_Wrapped):
-    def map_batches(self, jobs, fetch, collate, *, timeout, **options):  # type: ignore[no-untyped-def]
-        return super().map_batches(jobs, fetch, collate, timeout=None, **options)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        return super().map_batches(work, replace(stream, timeout=None))
 
 
 class _ShutdownPool(_Wrapped):
     """close() neither stops the epoch nor the threads."""
 
-    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
-        stream = super().map_batches(jobs, fetch, collate, **options)
-        stream.close = lambda: None  # type: ignore[method-assign]
-        return _Keepalive(stream)
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        inner = super().map_batches(work, stream)
+        inner.close = lambda: None  # type: ignore[method-assign]
+        return _Keepalive(inner)
 
     def close(self) -> None:
         pass
@@ -142,7 +137,9 @@ class _Keepalive:
 class _AttachPool(_Wrapped):
     """Runs every fetch on a brand-new thread: a thread state per batch."""
 
-    def map_batches(self, jobs, fetch, collate, **options):  # type: ignore[no-untyped-def]
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        fetch = work.fetch
+
         def fetch_on_new_thread(indices: Any) -> Any:
             box: list[Any] = []
             thread = threading.Thread(target=lambda: box.append(fetch(indices)))
@@ -150,23 +147,24 @@ class _AttachPool(_Wrapped):
             thread.join()
             return box[0]
 
-        return super().map_batches(jobs, fetch_on_new_thread, collate, **options)
+        return super().map_batches(replace(work, fetch=fetch_on_new_thread), stream)
 
 
 class _IterablePool(_Wrapped):
     """Opens every stream as worker 0: each worker yields worker 0's shard."""
 
-    def stream_batches(self, open_stream, num_streams, **options):  # type: ignore[no-untyped-def]
-        return super().stream_batches(lambda _: open_stream(0), num_streams, **options)
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        open_stream = work.open_stream
+        return super().stream_batches(replace(work, open_stream=lambda _: open_stream(0)), stream)
 
 
 class _RotatedPool(_Wrapped):
     """Starts the round-robin at the second stream instead of the first."""
 
-    def stream_batches(self, open_stream, num_streams, **options):  # type: ignore[no-untyped-def]
-        return super().stream_batches(
-            lambda i: open_stream((i + 1) % num_streams), num_streams, **options
-        )
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        open_stream, count = work.open_stream, work.num_streams
+        rotated = replace(work, open_stream=lambda i: open_stream((i + 1) % count))
+        return super().stream_batches(rotated, stream)
 
 
 class _SerialPool(_Wrapped):
@@ -191,7 +189,11 @@ def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
 
-    return type(name, (), {"name": name, "create_pool": create_pool})
+    return type(
+        name,
+        (),
+        {"name": name, "supports_items_in_parallel": False, "create_pool": create_pool},
+    )
 
 
 BrokenOrder = _backend("broken-order", _OrderPool)

@@ -10,10 +10,10 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from dataloader_api.contract import BatchJob, PoolSpec
+from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 
 SLICE = 0.05  # seconds between checks while waiting: signals, timeout, closed pool
 IDLE_WAKE = 0.2  # seconds an idle pool thread sleeps between wake-ups
@@ -42,6 +42,7 @@ def _wait_out_exit() -> None:
 
 class MinimalBackend:
     name = "minimal"
+    supports_items_in_parallel = False
 
     def create_pool(self, spec: PoolSpec) -> MinimalPool:
         return MinimalPool(spec)
@@ -87,21 +88,12 @@ class MinimalPool:
             self.close()
             raise init_errors[0]
 
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> _Epoch:
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> _Epoch:
         results: queue.SimpleQueue[tuple[Any, bool, Any]] = queue.SimpleQueue()
-        epoch = _Epoch(self, results, in_order, timeout, on_timeout)
+        epoch = _Epoch(self, results, stream)
         cancelled = epoch.cancelled
-        job_iterator = iter(jobs)
+        job_iterator = iter(work.jobs)
+        fetch, collate, window = work.fetch, work.collate, stream.window
 
         # The epoch is passed in, not closed over: epoch -> refill -> epoch would be
         # a cycle that outlives the iterator until a second garbage collection.
@@ -117,18 +109,10 @@ class MinimalPool:
         epoch.refill = start_jobs
         return epoch
 
-    def stream_batches(
-        self,
-        open_stream: Callable[[int], Iterator[Any]],
-        num_streams: int,
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> _Epoch:
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> _Epoch:
         results: queue.SimpleQueue[tuple[Any, bool, Any]] = queue.SimpleQueue()
-        epoch = _Epoch(self, results, in_order, timeout, on_timeout, num_streams)
+        open_stream, num_streams, window = work.open_stream, work.num_streams, stream.window
+        epoch = _Epoch(self, results, stream, num_streams)
         slots = [threading.Semaphore(max(1, window // num_streams)) for _ in range(num_streams)]
         epoch.on_consume = lambda stream_id: slots[stream_id].release()
         for stream_id in range(num_streams):
@@ -194,13 +178,11 @@ class _Epoch:
         self,
         pool: MinimalPool,
         results: queue.SimpleQueue[tuple[Any, bool, Any]],
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
+        stream: StreamSpec,
         num_streams: int = 0,
     ) -> None:
-        self.pool, self.results, self.in_order = pool, results, in_order
-        self.timeout, self.on_timeout = timeout, on_timeout
+        self.pool, self.results, self.in_order = pool, results, stream.in_order
+        self.timeout, self.on_timeout = stream.timeout, stream.on_timeout
         self.cancelled = threading.Event()
         self.ready: dict[Any, list[tuple[bool, Any]]] = {}  # key -> finished batches
         self.refill: Callable[[_Epoch], None] = lambda epoch: None
