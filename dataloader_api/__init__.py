@@ -4,17 +4,21 @@
 >>> loader = DataLoader(range(10), batch_size=4, num_workers=2)
 >>> [batch.tolist() for batch in loader]
 [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+These are the names a user needs. Backend authors import from
+``dataloader_api.contract`` (the protocol and its values) and
+``dataloader_api.kit`` (what Python backends share); every module whose name
+starts with ``_`` is internal.
 """
 
 from __future__ import annotations
 
-from .collate import default_collate, default_convert, torch_collate
-from .contract import Backend, BatchJob, BatchStream, PoolSpec, WorkerPool
-from .datasets import Dataset, IterableDataset, SyntheticImages
-from .errors import DataLoaderTimeoutError
-from .loader import DataLoader, LoaderIterator
-from .registry import backends, resolve_backend
-from .samplers import (
+from ._collate import default_collate, default_convert, torch_collate
+from ._datasets import Dataset, IterableDataset, SyntheticImages
+from ._errors import DataLoaderTimeoutError
+from ._loader import DataLoader, LoaderIterator
+from ._registry import backends, resolve_backend
+from ._samplers import (
     BatchSampler,
     DistributedSampler,
     RandomSampler,
@@ -23,16 +27,13 @@ from .samplers import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from .stats import EpochStats
-from .worker_info import WorkerInfo, get_worker_info
+from ._stats import EpochStats
+from ._worker_info import WorkerInfo, get_worker_info
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend",
-    "BatchJob",
     "BatchSampler",
-    "BatchStream",
     "DataLoader",
     "DataLoaderTimeoutError",
     "Dataset",
@@ -40,7 +41,6 @@ __all__ = [
     "EpochStats",
     "IterableDataset",
     "LoaderIterator",
-    "PoolSpec",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -48,7 +48,6 @@ __all__ = [
     "SyntheticImages",
     "WeightedRandomSampler",
     "WorkerInfo",
-    "WorkerPool",
     "backends",
     "default_collate",
     "default_convert",

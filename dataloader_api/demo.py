@@ -16,10 +16,11 @@ import sys
 import sysconfig
 import time
 from collections.abc import Sequence
+from typing import Any
 
-from .datasets import SyntheticImages
-from .loader import DataLoader
-from .registry import backends
+from ._datasets import SyntheticImages
+from ._loader import DataLoader
+from ._registry import backends
 
 
 def interpreter() -> str:
@@ -32,7 +33,7 @@ def measure(
 ) -> tuple[float, float]:
     """(median items/s over ``epochs``, seconds to the first batch of a new loader)."""
 
-    def make() -> DataLoader:
+    def make() -> DataLoader[Any]:
         return DataLoader(
             dataset, batch_size=batch_size, num_workers=workers, backend=backend, seed=0
         )

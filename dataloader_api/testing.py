@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .datasets import IterableDataset
-from .worker_info import get_worker_info
+from ._datasets import IterableDataset
+from ._worker_info import get_worker_info
 
 __all__ = ["ItemError", "Recorder", "ResumableShards", "os_thread_count", "wait_until"]
 

@@ -56,7 +56,7 @@ def test_items_overlap_on_the_event_loop(backend):
     elapsed = time.perf_counter() - start
     assert seen == list(range(1000))
     # A batch's items run together; with workers, every batch of the window too.
-    assert loader._runner.peak_in_flight >= (50 if backend is None else 150)
+    assert loader._state.runner.peak_in_flight >= (50 if backend is None else 150)
     assert elapsed < 25, "1000 items of 50 ms did not overlap"  # one by one: 50 s
 
 
@@ -79,7 +79,7 @@ def test_agetitem_and_single_items():
 def test_max_concurrency_caps_items_in_flight():
     loader = DataLoader(Sleepy(200, 0.01), batch_size=20, num_workers=2, max_concurrency=5)
     assert sum(len(b) for b in loader) == 200
-    assert loader._runner.peak_in_flight == 5
+    assert loader._state.runner.peak_in_flight == 5
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -101,14 +101,14 @@ def test_closing_cancels_running_items_and_awaits_their_cleanup(backend):
     it = iter(loader)
     assert next(it).tolist() == list(range(10))
     # The window after the first batch: 2 workers x 2 batches of 10 slow items.
-    assert wait_until(lambda: loader._runner.in_flight == 40)
-    running = loader._runner.in_flight
+    assert wait_until(lambda: loader._state.runner.in_flight == 40)
+    running = loader._state.runner.in_flight
     start = time.perf_counter()
     it.close()
     assert time.perf_counter() - start < 5
     assert len(dataset.cancelled) == running
     assert sorted(dataset.cleaned) == sorted(dataset.cancelled), "cancellation was not awaited"
-    assert loader._runner.in_flight == 0
+    assert loader._state.runner.in_flight == 0
 
 
 def test_closing_the_loader_ends_its_event_loop_thread():
@@ -140,8 +140,8 @@ def test_event_loop_choice(event_loop):
         pytest.skip("uvloop is not installed here")
     loader = DataLoader(Sleepy(20, 0.001), batch_size=5, num_workers=2, event_loop=event_loop)
     assert sum(len(b) for b in loader) == 20
-    assert event_loop in loader._runner.loop_type.lower() or (
-        event_loop == "asyncio" and "unix_events" in loader._runner.loop_type
+    assert event_loop in loader._state.runner.loop_type.lower() or (
+        event_loop == "asyncio" and "unix_events" in loader._state.runner.loop_type
     )
 
 
@@ -149,7 +149,7 @@ def test_auto_uses_uvloop_when_installed():
     loader = DataLoader(Sleepy(4, 0), batch_size=2, num_workers=1)
     list(loader)
     expected = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    assert expected in loader._runner.loop_type
+    assert expected in loader._state.runner.loop_type
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ import importlib.metadata
 import pytest
 
 import dataloader_api
-from dataloader_api import DataLoader, backends, registry, resolve_backend
+from dataloader_api import DataLoader, backends, resolve_backend
+from dataloader_api import _registry as registry
 
 
 def test_installed_backends_are_listed_fastest_first():

@@ -16,8 +16,8 @@ from dataloader_api import (
     SequentialSampler,
     SubsetRandomSampler,
     WeightedRandomSampler,
-    torch_random,
 )
+from dataloader_api import _torch_random as torch_random
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -9,12 +9,28 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from ._worker_info import WorkerInfo, acting_as
 from .contract import BatchJob
-from .resume import TrackedBatch
-from .worker_info import WorkerInfo, acting_as
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedBatch:
+    """A batch from an iterable worker, with the worker's dataset state after it."""
+
+    batch: Any
+    worker_id: int
+    state: Any
+
+
+def is_stateful(dataset: Any) -> bool:
+    """Whether an iterable dataset follows the resume protocol."""
+    return callable(getattr(dataset, "state_dict", None)) and callable(
+        getattr(dataset, "load_state_dict", None)
+    )
 
 
 class EpochPlan:

@@ -1,0 +1,272 @@
+"""One epoch: the pool it runs on, its plan, and the stream the backend runs.
+
+``start_epoch`` is ``iter(loader)``: it consumes a loaded resume state, picks
+the workers (the persistent pool or a new one), builds the work as contract
+values (``MapWork``/``IterWork`` and a ``StreamSpec``) and wraps the
+backend's stream, or the calling thread's batches, in a ``LoaderIterator``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
+from itertools import islice
+from typing import Any
+
+from ._aio import AsyncEpoch, AsyncRunner
+from ._errors import DataLoaderTimeoutError
+from ._iterator import CallingThreadBatches, LoaderIterator
+from ._options import LoaderOptions
+from ._pinning import pin_function
+from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
+from ._resume import ResumePoint, capture_epoch_start, resume_point
+from ._state import LoaderState
+from ._stats import EpochStats, StatsRecorder, print_summary
+from ._worker_info import WorkerInfo, acting_as
+from ._workers import Workers, new_workers, worker_info
+from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
+
+__all__ = ["start_epoch"]
+
+
+def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
+    """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
+    if options.persistent_workers:
+        # One epoch at a time on the shared pool, as torch resets its iterator.
+        previous = state.live()
+        if previous is not None:
+            previous.close()
+    point = resume_point(state, options.is_iterable)
+    state.epoch_start = capture_epoch_start(options)
+    state.epochs_started += 1
+    length = _length_or_none(options)
+    if length is not None:
+        length -= point.skip
+    aio = _async_epoch(options, state)
+    recorder = (
+        StatsRecorder(
+            state.epochs_started, options.num_workers, options.window, options.is_iterable
+        )
+        if options.collect_stats
+        else None
+    )
+    state.recorder = recorder
+    summary = _summary_callback(options)
+    pin = _pin_or_none(options, state)
+    if options.num_workers == 0:
+        batches = _calling_thread_batches(options, state, point, aio, recorder)
+        iterator = LoaderIterator(
+            batches, None, pin, length, point.skip, aio, recorder, summary, on_threads=False
+        )
+    else:
+        workers, owned = _workers_for_epoch(options, state, owner)
+        try:
+            stream = _start_stream(options, workers, point, aio, recorder)
+        except BaseException:
+            if owned:
+                workers.pool.close()
+            raise
+        owner_pool = workers.pool if owned else None
+        iterator = LoaderIterator(
+            stream, owner_pool, pin, length, point.skip, aio, recorder, summary
+        )
+    state.live_iterator = weakref.ref(iterator)
+    return iterator
+
+
+def epoch_length(options: LoaderOptions) -> int:
+    """``len(loader)``: batches per epoch (raises TypeError without a dataset length)."""
+    if options.is_iterable:
+        length = len(options.dataset)
+        if options.batch_size is not None:
+            if options.drop_last:
+                return length // options.batch_size
+            return -(-length // options.batch_size)
+        return length
+    if options.batch_sampler is not None:
+        return len(options.batch_sampler)
+    return len(options.sampler)
+
+
+def _length_or_none(options: LoaderOptions) -> int | None:
+    try:
+        return epoch_length(options)
+    except TypeError:
+        return None
+
+
+def _close_pool(pool: WorkerPool, pid: int) -> None:
+    if pid == process_id():  # a forked child has none of the threads to stop
+        pool.close()
+
+
+def _workers_for_epoch(
+    options: LoaderOptions, state: LoaderState, owner: object
+) -> tuple[Workers, bool]:
+    """The workers to run this epoch on, and whether the epoch's iterator owns them."""
+    if not options.persistent_workers:
+        state.pool_seed_state = state.worker_seeds.state_dict()
+        return new_workers(options, state.worker_seeds), True
+    if state.persistent is None:
+        state.pool_seed_state = state.worker_seeds.state_dict()
+        workers = state.persistent = new_workers(options, state.worker_seeds)
+        state.finalizer = weakref.finalize(owner, _close_pool, workers.pool, workers.pid)
+    if state.persistent.pid != process_id():
+        raise RuntimeError(
+            "this DataLoader's persistent worker threads belong to process "
+            f"{state.persistent.pid}, and a forked child has none: create the "
+            "DataLoader in the process that iterates it, or use persistent_workers=False"
+        )
+    return state.persistent, False
+
+
+def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch | None:
+    """The async side of a new epoch, on the loader's event loop (made once)."""
+    if options.agetitem is None:
+        return None
+    runner = state.runner
+    if runner is None or runner.closed or runner.pid != process_id():
+        # It stops its loop when the last loader or epoch using it is gone; one
+        # inherited by a forked child has no thread there, so the child makes its own.
+        runner = state.runner = AsyncRunner(options.event_loop, options.max_concurrency)
+    return AsyncEpoch(runner, options.agetitem, options.auto_collation)
+
+
+def _summary_callback(options: LoaderOptions) -> Callable[[EpochStats], None] | None:
+    if options.epoch_summary is True:
+        return print_summary
+    if callable(options.epoch_summary):
+        return options.epoch_summary
+    return None
+
+
+def _pin_or_none(options: LoaderOptions, state: LoaderState) -> Callable[[Any], Any] | None:
+    """The pinning step for this epoch's batches, or None when there is none."""
+    if not options.pin_memory:
+        return None
+    pin = pin_function(options.pin_memory_device, warn=not state.pin_checked)
+    state.pin_checked = True
+    return pin
+
+
+def _collate(options: LoaderOptions, recorder: StatsRecorder | None) -> Callable[[Any], Any]:
+    collate = options.collate_fn
+    return recorder.timed_collate(collate) if recorder is not None else collate
+
+
+def _open_iterable(
+    options: LoaderOptions,
+    dataset: Any,
+    info: WorkerInfo | None,
+    worker_id: int,
+    states: dict[int, Any],
+    collate: Callable[[Any], Any],
+) -> Iterator[Any]:
+    if worker_id in states:
+        with acting_as(info) if info is not None else nullcontext():
+            dataset.load_state_dict(states[worker_id])
+    return iterable_batches(
+        dataset,
+        options.batch_size,
+        options.drop_last,
+        collate,
+        info,
+        worker_id if is_stateful(dataset) else None,
+    )
+
+
+def _calling_thread_stream(
+    options: LoaderOptions,
+    state: LoaderState,
+    point: ResumePoint,
+    collate: Callable[[Any], Any],
+) -> Iterator[Any]:
+    # Only a distributed loader gives the calling thread a worker info:
+    # its rank's shard. Otherwise get_worker_info() is None, as in torch.
+    info = (
+        worker_info(options, 0, state.worker_seeds.next_seed(), options.dataset)
+        if options.distributed
+        else None
+    )
+    yield from _open_iterable(options, options.dataset, info, 0, point.worker_states, collate)
+
+
+def _calling_thread_batches(
+    options: LoaderOptions,
+    state: LoaderState,
+    point: ResumePoint,
+    aio: AsyncEpoch | None,
+    recorder: StatsRecorder | None,
+) -> Iterator[Any]:
+    collate = _collate(options, recorder)
+    if options.is_iterable:
+        return _calling_thread_stream(options, state, point, collate)
+    fetch: Callable[[Any], Any]
+    if aio is not None:
+        fetch = aio.fetch_now
+    else:
+        fetch = make_fetch(options.dataset, options.auto_collation)
+    if recorder is not None:
+        fetch = recorder.timed_fetch(fetch, options.auto_collation)
+    return CallingThreadBatches(islice(options.index_source, point.skip, None), fetch, collate)
+
+
+def _start_stream(
+    options: LoaderOptions,
+    workers: Workers,
+    point: ResumePoint,
+    aio: AsyncEpoch | None,
+    recorder: StatsRecorder | None,
+) -> BatchStream:
+    timeout = options.timeout or None
+    collate = _collate(options, recorder)
+    if options.is_iterable:
+        infos, num_workers, first = workers.infos, options.num_workers, point.first_worker
+
+        def open_stream(stream_id: int) -> Iterator[Any]:
+            worker_id = (stream_id + first) % num_workers
+            info = infos[worker_id]
+            return _open_iterable(
+                options, info.dataset, info, worker_id, point.worker_states, collate
+            )
+
+        def on_stream_timeout(position: int) -> BaseException:
+            return DataLoaderTimeoutError(
+                f"DataLoader timed out after {options.timeout:g} s waiting for batch "
+                f"{position} of the iterable dataset"
+            )
+
+        return workers.pool.stream_batches(
+            IterWork(open_stream, num_workers),
+            StreamSpec(options.window, options.in_order, timeout, on_stream_timeout),
+        )
+
+    skip = point.skip
+    plan = EpochPlan(options.index_source, options.auto_collation, options.window + 1, skip)
+
+    def on_timeout(position: int) -> BaseException:
+        indices = plan.indices_of(position)
+        which = f" (indices {indices!r})" if indices is not None else ""
+        return DataLoaderTimeoutError(
+            f"DataLoader timed out after {options.timeout:g} s waiting for batch "
+            f"{position + skip}{which}"
+        )
+
+    getitem = None
+    jobs: Iterable[BatchJob]
+    fetch: Callable[[Any], Any]
+    if aio is not None:
+        # Each batch's coroutines start as the backend takes its job; workers wait.
+        jobs, fetch = aio.jobs(plan), aio.fetch
+    else:
+        jobs, fetch = plan, make_fetch(options.dataset, options.auto_collation)
+        if options.items_in_parallel > 1:
+            getitem = options.dataset.__getitem__
+    if recorder is not None:
+        jobs = recorder.jobs(jobs)
+        fetch = recorder.timed_fetch(fetch, options.auto_collation)
+    work = MapWork(jobs, fetch, collate, options.collate_is_default, getitem, recorder)
+    return workers.pool.map_batches(
+        work, StreamSpec(options.window, options.in_order, timeout, on_timeout)
+    )

@@ -1,0 +1,144 @@
+"""One epoch as the user iterates it: ``LoaderIterator`` and its clean-up.
+
+Closing (``close()``, ``del``, garbage collection, interpreter exit) runs one
+``weakref.finalize`` that closes the stream first (no new job starts), then the
+epoch's event loop work, then the pool the iterator owns (a non-persistent one).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from time import perf_counter
+from typing import Any
+
+from ._aio import AsyncEpoch
+from ._errors import DataLoaderTimeoutError
+from ._plan import TrackedBatch
+from ._stats import EpochStats, StatsRecorder
+from .contract import BatchStream, WorkerPool, process_id
+
+__all__ = ["CallingThreadBatches", "LoaderIterator"]
+
+
+class CallingThreadBatches:
+    """Map-style batches loaded by ``__next__`` itself; a failed batch does not end the
+    epoch (a generator would be finished by its exception), as in torch."""
+
+    def __init__(
+        self, indices: Iterator[Any], fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
+    ) -> None:
+        self._indices, self._fetch, self._collate = indices, fetch, collate
+
+    def __iter__(self) -> CallingThreadBatches:
+        return self
+
+    def __next__(self) -> Any:
+        return self._collate(self._fetch(next(self._indices)))
+
+
+class LoaderIterator:
+    """One epoch of a ``DataLoader``; closing it (or dropping it) stops its workers."""
+
+    def __init__(
+        self,
+        batches: Iterator[Any] | BatchStream,
+        owned_pool: WorkerPool | None,
+        pin: Callable[[Any], Any] | None,
+        length: int | None,
+        position: int = 0,
+        aio: AsyncEpoch | None = None,
+        recorder: StatsRecorder | None = None,
+        summary: Callable[[EpochStats], None] | None = None,
+        on_threads: bool = True,
+    ) -> None:
+        self._batches = batches
+        self._recorder = recorder
+        self._summary = summary
+        self._pin = pin
+        self._length = length
+        self._closed = False
+        self.finished = False
+        #: batches of the epoch delivered so far (a batch that raised counts)
+        self.position = position
+        #: iterable datasets: worker id -> its dataset state after its last delivered batch
+        self.worker_states: dict[int, Any] = {}
+        self.last_worker: int | None = None
+        # A forked child inherits the epoch but not its worker threads, if it has any.
+        self._pid = process_id() if on_threads else None
+        # Runs on close(), on garbage collection and at interpreter exit.
+        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool, aio, process_id())
+
+    def __iter__(self) -> LoaderIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        if self._pid is not None and self._pid != process_id():
+            raise RuntimeError(
+                f"this epoch's worker threads belong to process {self._pid}, and a forked "
+                "child has none: start a new epoch (iter(loader)) in the child"
+            )
+        recorder = self._recorder
+        start = perf_counter()
+        try:
+            batch = next(self._batches)
+        except StopIteration:
+            self.finished = True
+            self.close()
+            if recorder is not None:
+                recorder.waited(perf_counter() - start)
+                stats = recorder.finish()
+                if self._summary is not None:
+                    self._summary(stats)
+            raise
+        except DataLoaderTimeoutError:
+            if recorder is not None:
+                recorder.waited(perf_counter() - start)
+            raise
+        except Exception:
+            self.position += 1  # that batch was delivered, as its exception
+            if recorder is not None:
+                recorder.delivered(perf_counter() - start)
+            raise
+        if recorder is not None:
+            recorder.delivered(perf_counter() - start)
+        self.position += 1
+        if type(batch) is TrackedBatch:
+            self.worker_states[batch.worker_id] = batch.state
+            self.last_worker = batch.worker_id
+            batch = batch.batch
+        return batch if self._pin is None else self._pin(batch)
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError("this epoch's length is unknown (the dataset has no __len__)")
+        return self._length
+
+    def close(self) -> None:
+        """Stop loading: no new dataset call starts once this returns."""
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> LoaderIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None, pid: int) -> None:
+    if pid != process_id():
+        return  # a forked child: the threads and the event loop are the parent's
+    close = getattr(batches, "close", None)
+    try:
+        if close is not None:
+            close()  # no new job starts
+    finally:
+        try:
+            if aio is not None:
+                aio.close()  # cancel running coroutines: workers waiting on them return
+        finally:
+            if pool is not None:
+                pool.close()

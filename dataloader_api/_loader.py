@@ -1,0 +1,222 @@
+"""``DataLoader``: PyTorch's arguments and semantics, with worker threads.
+
+A thin facade: ``_options`` validates the arguments once into a frozen
+``LoaderOptions``, ``_epoch`` runs an epoch from it, ``_resume`` takes and
+loads states, and ``_state.LoaderState`` is all that changes between epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ._epoch import epoch_length, start_epoch
+from ._iterator import LoaderIterator
+from ._options import LoaderOptions, build_options
+from ._resume import load_state, take_state
+from ._state import LoaderState
+from ._stats import EpochStats
+
+__all__ = ["DataLoader", "LoaderIterator"]
+
+T_co = TypeVar("T_co", covariant=True)
+
+# torch raises ValueError when these are set on a built DataLoader: its batches
+# would no longer match its length. The other options are read-only properties.
+_FIXED_AFTER_INIT = frozenset(
+    ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+)
+
+
+def _option(name: str, doc: str = "") -> property:
+    def get(self: DataLoader[Any]) -> Any:
+        return getattr(self._options, name)
+
+    return property(get, doc=doc or f"The ``{name}`` this loader was built with.")
+
+
+class DataLoader(Generic[T_co]):
+    """Loads batches from ``dataset`` on ``num_workers`` threads of one process.
+
+    The arguments are ``torch.utils.data.DataLoader``'s, checked the same way.
+    Where threads change their meaning:
+
+    - ``multiprocessing_context``: accepted (the same values torch accepts)
+      and has no effect: there are no worker processes.
+    - ``pin_memory``: torch tensors in a batch are pinned on the consumer's
+      thread when torch has an accelerator; otherwise a warning says they are
+      not (as torch does). NumPy arrays are never pinned.
+    - ``timeout``: seconds the consumer waits for one batch before
+      ``DataLoaderTimeoutError``; ``0`` waits forever.
+    - ``persistent_workers``: the worker threads live as long as the loader
+      instead of one epoch.
+
+    Added: ``backend`` (see ``dataloader_api.backends()``), ``seed`` (a
+    fixed seed for shuffling and worker seeds; exclusive with ``generator``),
+    ``distributed`` (shard across the ranks of a ``torch.distributed`` or
+    torchrun job: a ``DistributedSampler`` for map-style datasets, global
+    shard ids in ``get_worker_info()`` for iterable ones; see ``set_epoch``).
+
+    The options are fixed once built: setting ``batch_size``, ``sampler``,
+    ``batch_sampler``, ``drop_last``, ``dataset`` or ``persistent_workers``
+    raises ``ValueError`` (as in torch); the others are read-only.
+    """
+
+    _options: LoaderOptions
+    _state: LoaderState
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Any = None,
+        batch_sampler: Any = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        backend: str | None = None,
+        seed: int | None = None,
+        distributed: bool = False,
+        items_in_parallel: int = 1,
+        max_concurrency: int | None = None,
+        event_loop: str = "auto",
+        epoch_summary: bool | Callable[[EpochStats], None] = False,
+        collect_stats: bool = False,
+    ) -> None:
+        options = build_options(
+            dataset,
+            batch_size,
+            shuffle,
+            sampler,
+            batch_sampler,
+            num_workers,
+            collate_fn,
+            pin_memory,
+            drop_last,
+            timeout,
+            worker_init_fn,
+            multiprocessing_context,
+            generator,
+            prefetch_factor,
+            persistent_workers,
+            pin_memory_device,
+            in_order,
+            backend,
+            seed,
+            distributed,
+            items_in_parallel,
+            max_concurrency,
+            event_loop,
+            epoch_summary,
+            collect_stats,
+        )
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_state", LoaderState.new(options.worker_seed_base))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FIXED_AFTER_INIT and "_options" in self.__dict__:
+            raise ValueError(
+                f"{name} attribute should not be set after {type(self).__name__} is "
+                "initialized; build a new DataLoader with the value you want"
+            )
+        object.__setattr__(self, name, value)
+
+    dataset = _option("dataset")
+    batch_size = _option("batch_size")
+    drop_last = _option("drop_last")
+    sampler = _option("sampler")
+    batch_sampler = _option("batch_sampler")
+    num_workers = _option("num_workers")
+    collate_fn = _option("collate_fn")
+    pin_memory = _option("pin_memory")
+    pin_memory_device = _option("pin_memory_device")
+    timeout = _option("timeout")
+    worker_init_fn = _option("worker_init_fn")
+    multiprocessing_context = _option("multiprocessing_context")
+    generator = _option("generator")
+    prefetch_factor = _option("prefetch_factor")
+    persistent_workers = _option("persistent_workers")
+    in_order = _option("in_order")
+    seed = _option("seed")
+    distributed = _option("distributed")
+    rank = _option("rank", "This process's rank (0 unless ``distributed=True``).")
+    world_size = _option("world_size", "The number of ranks (1 unless ``distributed=True``).")
+    backend_name = _option("backend_name", "The backend that runs the workers, or None.")
+    items_in_parallel = _option("items_in_parallel")
+    max_concurrency = _option("max_concurrency")
+    event_loop = _option("event_loop")
+    epoch_summary = _option("epoch_summary")
+    collect_stats = _option("collect_stats")
+    window = _option(
+        "window",
+        "Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``.",
+    )
+
+    def __len__(self) -> int:
+        return epoch_length(self._options)
+
+    def __iter__(self) -> LoaderIterator:
+        return start_epoch(self._options, self._state, self)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forward ``epoch`` to the sampler (a ``DistributedSampler``), on every rank."""
+        set_epoch = getattr(self._options.sampler, "set_epoch", None)
+        if set_epoch is None:
+            raise TypeError(
+                f"set_epoch needs a sampler with set_epoch() such as DistributedSampler; this "
+                f"loader's sampler is {type(self._options.sampler).__name__}"
+            )
+        set_epoch(epoch)
+
+    def close(self) -> None:
+        """End the current epoch and the persistent worker threads, if any."""
+        state = self._state
+        live = state.live()
+        if live is not None:
+            live.close()
+        if state.finalizer is not None:
+            state.finalizer()
+        state.persistent = None
+        if state.runner is not None:
+            state.runner.close()
+
+    def __enter__(self) -> DataLoader[T_co]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> EpochStats:
+        """Figures of the current epoch, or of the last one (see ``EpochStats``)."""
+        if not self._options.collect_stats:
+            raise RuntimeError(
+                "stats() needs DataLoader(..., collect_stats=True) (or epoch_summary): "
+                "timing every batch is off by default"
+            )
+        if self._state.recorder is None:
+            raise RuntimeError("stats(): no epoch of this loader has started yet")
+        return self._state.recorder.snapshot()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where loading stands, as plain (JSON-serialisable) data.
+
+        Taken in the middle of an epoch, a fresh loader that loads it yields
+        exactly the batches this one had not delivered yet, then the same later
+        epochs. Taken between epochs, it resumes at the next epoch.
+        """
+        return take_state(self._options, self._state)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (from ``state_dict()`` of a loader configured like this)."""
+        load_state(self._options, self._state, state)

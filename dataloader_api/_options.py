@@ -1,0 +1,400 @@
+"""The loader's arguments, validated once into a frozen :class:`LoaderOptions`.
+
+Every check and error message of ``DataLoader(...)`` lives here; the rest of
+the package reads the options object and never re-validates or re-reads an
+argument. Derived choices (the sampler, the batch sampler, the collate
+function, the backend) are made here too, so an epoch only executes them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing.context
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import _collate
+from ._aio import EVENT_LOOPS, async_getitem
+from ._distributed import rank_and_world_size
+from ._registry import resolve_backend
+from ._samplers import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
+from ._seeding import EpochSeeds, derive_seed
+from ._stats import EpochStats
+from .contract import Backend
+
+__all__ = ["LoaderOptions", "build_options", "is_iterable_dataset"]
+
+_START_METHODS = ("fork", "spawn", "forkserver")
+# Tags that keep the sampler's and the workers' seed streams independent.
+_SAMPLER_SEED_TAG = 0
+_WORKER_SEED_TAG = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderOptions:
+    """What ``DataLoader(...)`` was asked for, checked, with the choices it implies."""
+
+    dataset: Any
+    num_workers: int
+    batch_size: int | None
+    drop_last: bool
+    sampler: Any
+    batch_sampler: Any
+    collate_fn: Callable[[Any], Any]
+    pin_memory: bool
+    pin_memory_device: str
+    timeout: float
+    worker_init_fn: Callable[[int], None] | None
+    multiprocessing_context: Any
+    generator: Any
+    prefetch_factor: int | None
+    persistent_workers: bool
+    in_order: bool
+    seed: int | None
+    distributed: bool
+    rank: int
+    world_size: int
+    backend: Backend | None
+    items_in_parallel: int
+    max_concurrency: int | None
+    event_loop: str
+    epoch_summary: bool | Callable[[EpochStats], None]
+    collect_stats: bool
+    is_iterable: bool
+    # Batches are lists of samples collated together (batch_size or batch_sampler).
+    auto_collation: bool
+    # The dataset's coroutine item getter, for async map-style datasets.
+    agetitem: Callable[[Any], Any] | None
+    # The first worker seed; worker seeds count on from it, one pool at a time.
+    worker_seed_base: int
+
+    @property
+    def window(self) -> int:
+        """Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``."""
+        return self.num_workers * (self.prefetch_factor or 0)
+
+    @property
+    def backend_name(self) -> str | None:
+        return self.backend.name if self.backend is not None else None
+
+    @property
+    def index_source(self) -> Any:
+        """What the epoch plan iterates: the batch sampler, else the sampler."""
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
+
+    @property
+    def collate_is_default(self) -> bool:
+        return self.collate_fn is _collate.default_collate
+
+
+def is_iterable_dataset(dataset: Any) -> bool:
+    """PyTorch's ``IterableDataset`` (or ours), or anything iterable without ``__getitem__``."""
+    for cls in type(dataset).__mro__:
+        if cls.__name__ == "IterableDataset" and cls.__module__.split(".")[0] in (
+            "torch",
+            "dataloader_api",
+        ):
+            return True
+    return not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} should be a bool, but got {name}={value!r}")
+    return value
+
+
+def check_positive_int(name: str, value: Any, allowed: str = "a positive int") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} option should be {allowed}, but got {name}={value!r}")
+
+
+def _check_callable(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} should be callable or None, but got {type(value).__name__}")
+
+
+def build_options(
+    dataset: Any,
+    batch_size: int | None,
+    shuffle: bool | None,
+    sampler: Any,
+    batch_sampler: Any,
+    num_workers: int,
+    collate_fn: Callable[[Any], Any] | None,
+    pin_memory: bool,
+    drop_last: bool,
+    timeout: float,
+    worker_init_fn: Callable[[int], None] | None,
+    multiprocessing_context: Any,
+    generator: Any,
+    prefetch_factor: int | None,
+    persistent_workers: bool,
+    pin_memory_device: str,
+    in_order: bool,
+    backend: str | None,
+    seed: int | None,
+    distributed: bool,
+    items_in_parallel: int,
+    max_concurrency: int | None,
+    event_loop: str,
+    epoch_summary: bool | Callable[[EpochStats], None],
+    collect_stats: bool,
+) -> LoaderOptions:
+    """Check every argument of ``DataLoader(...)`` (same rules and messages as torch
+    where torch has the argument) and make the choices they imply."""
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+        raise ValueError(
+            "num_workers option should be a non-negative int; use num_workers=0 to "
+            f"load on the calling thread, but got num_workers={num_workers!r}"
+        )
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
+        raise ValueError(f"timeout option should be non-negative, but got timeout={timeout!r}")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified with worker threads. "
+            "let num_workers > 0 to enable them, otherwise set prefetch_factor to None."
+        )
+    if num_workers > 0:
+        if prefetch_factor is None:
+            prefetch_factor = 2
+        else:
+            check_positive_int("prefetch_factor", prefetch_factor)
+    if check_bool("persistent_workers", persistent_workers) and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    _check_multiprocessing_context(multiprocessing_context, num_workers)
+    _check_callable("collate_fn", collate_fn)
+    _check_callable("worker_init_fn", worker_init_fn)
+    check_bool("pin_memory", pin_memory)
+    check_bool("in_order", in_order)
+    check_bool("drop_last", drop_last)
+    if not isinstance(pin_memory_device, str):
+        raise TypeError(
+            f"pin_memory_device should be a str, but got pin_memory_device={pin_memory_device!r}"
+        )
+    if pin_memory_device and not pin_memory:
+        raise ValueError(
+            f"pin_memory_device={pin_memory_device!r} only applies with pin_memory=True"
+        )
+    if shuffle is not None:
+        check_bool("shuffle", shuffle)
+    check_bool("distributed", distributed)
+    if distributed and generator is not None:
+        raise ValueError(
+            "distributed=True shuffles from seed, which must be the same on every rank; "
+            "pass seed (default 0) instead of generator"
+        )
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend should be a str or None, but got backend={backend!r}")
+    seeds = EpochSeeds(seed, generator)
+    # Worker seeds take one draw from a user's generator, here, and count on
+    # from it: the sampler alone advances the generator from epoch to epoch,
+    # so a resumed loader replays the same shuffles.
+    worker_seed_base = (
+        seeds.next_seed()
+        if generator is not None
+        else derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
+    )
+    iterable = is_iterable_dataset(dataset)
+    if iterable:
+        for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+            if value not in (None, False):
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                    f"but got {name}={value!r}"
+                )
+        if batch_sampler is not None:
+            raise ValueError(
+                "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                f"but got batch_sampler={batch_sampler!r}"
+            )
+    elif not hasattr(dataset, "__getitem__"):
+        raise TypeError(
+            "dataset should be map-style (__getitem__ and __len__) or iterable (__iter__), "
+            f"but got {type(dataset).__name__}"
+        )
+    shuffle = bool(shuffle)
+    rank, world_size = rank_and_world_size() if distributed else (0, 1)
+    if distributed and not iterable:
+        if sampler is not None or batch_sampler is not None:
+            raise ValueError(
+                "distributed=True builds its own DistributedSampler, so it is mutually "
+                "exclusive with sampler and batch_sampler (or pass a DistributedSampler "
+                "as sampler without distributed=True)"
+            )
+        sampler = DistributedSampler(dataset, world_size, rank, shuffle=shuffle, seed=seed or 0)
+        shuffle = False
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError(
+                "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                "sampler, and drop_last"
+            )
+        batch_size = None
+        drop_last = False
+    elif batch_size is None and drop_last:
+        raise ValueError(
+            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+
+    if not iterable and sampler is None:
+        if shuffle:
+            sampler_seed = (
+                None if generator is not None else derive_seed(seeds.base_seed, _SAMPLER_SEED_TAG)
+            )
+            sampler = RandomSampler(dataset, generator=generator, seed=sampler_seed)
+        else:
+            sampler = SequentialSampler(dataset)
+    if not iterable and batch_size is not None and batch_sampler is None:
+        batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+    elif iterable and batch_size is not None:
+        BatchSampler([], batch_size, drop_last)  # same batch_size checks as map-style
+    auto_collation = batch_sampler is not None or (iterable and batch_size is not None)
+    if collate_fn is None:
+        collate_fn = _collate.default_collate if auto_collation else _collate.default_convert
+
+    resolved = resolve_backend(backend) if num_workers > 0 or backend is not None else None
+    check_positive_int("items_in_parallel", items_in_parallel)
+    if items_in_parallel > 1:
+        _check_items_in_parallel(
+            items_in_parallel, dataset, num_workers, iterable or not auto_collation, resolved
+        )
+    agetitem = None if iterable else async_getitem(dataset)
+    _check_async(dataset, agetitem, items_in_parallel, max_concurrency, event_loop)
+    if not isinstance(epoch_summary, bool) and not callable(epoch_summary):
+        raise TypeError(
+            "epoch_summary should be a bool or a callable taking EpochStats, but got "
+            f"epoch_summary={epoch_summary!r}"
+        )
+    # Timing every fetch and collate costs about 2 us per batch: only on request.
+    collect_stats = check_bool("collect_stats", collect_stats) or bool(epoch_summary)
+    return LoaderOptions(
+        dataset=dataset,
+        num_workers=num_workers,
+        batch_size=batch_size,
+        drop_last=drop_last,
+        sampler=sampler,
+        batch_sampler=batch_sampler,
+        collate_fn=collate_fn,
+        pin_memory=pin_memory,
+        pin_memory_device=pin_memory_device,
+        timeout=float(timeout),
+        worker_init_fn=worker_init_fn,
+        multiprocessing_context=multiprocessing_context,
+        generator=generator,
+        prefetch_factor=prefetch_factor,
+        persistent_workers=persistent_workers,
+        in_order=in_order,
+        seed=seed,
+        distributed=distributed,
+        rank=rank,
+        world_size=world_size,
+        backend=resolved,
+        items_in_parallel=items_in_parallel,
+        max_concurrency=max_concurrency,
+        event_loop=event_loop,
+        epoch_summary=epoch_summary,
+        collect_stats=collect_stats,
+        is_iterable=iterable,
+        auto_collation=auto_collation,
+        agetitem=agetitem,
+        worker_seed_base=worker_seed_base,
+    )
+
+
+def _check_multiprocessing_context(context: Any, num_workers: int) -> None:
+    if context is None:
+        return
+    if num_workers == 0:
+        raise ValueError(
+            "multiprocessing_context can only be used with worker threads "
+            f"(num_workers > 0), but got num_workers={num_workers}"
+        )
+    if isinstance(context, str):
+        if context not in _START_METHODS:
+            raise ValueError(
+                "multiprocessing_context option should specify a valid start method in "
+                f"{list(_START_METHODS)!r}, but got multiprocessing_context={context!r}"
+            )
+    elif not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError(
+            "multiprocessing_context option must be a valid context object or a string "
+            f"specifying the start method, but got multiprocessing_context={context!r}"
+        )
+
+
+def _check_items_in_parallel(
+    items_in_parallel: int,
+    dataset: Any,
+    num_workers: int,
+    not_batched_map: bool,
+    backend: Backend | None,
+) -> None:
+    given = f"items_in_parallel={items_in_parallel}"
+    if num_workers == 0:
+        raise ValueError(f"{given} needs worker threads: set num_workers > 0")
+    if not_batched_map:
+        raise ValueError(
+            f"{given} splits a batch of a map-style dataset into __getitem__ calls; "
+            "it needs a map-style dataset and batch_size or batch_sampler"
+        )
+    if getattr(dataset, "__getitems__", None) is not None:
+        raise ValueError(
+            f"{given} splits a batch into __getitem__ calls, but this dataset defines "
+            "__getitems__, which fetches a batch in one call"
+        )
+    if backend is None or not backend.supports_items_in_parallel:
+        name = backend.name if backend is not None else None
+        raise ValueError(
+            f"{given} is not supported by backend {name!r}, which runs "
+            "each batch on one thread; use backend='rust' or items_in_parallel=1"
+        )
+
+
+def _check_async(
+    dataset: Any,
+    agetitem: Callable[[Any], Any] | None,
+    items_in_parallel: int,
+    max_concurrency: Any,
+    event_loop: Any,
+) -> None:
+    if max_concurrency is not None:
+        check_positive_int("max_concurrency", max_concurrency, "a positive int or None")
+    if event_loop not in EVENT_LOOPS:
+        raise ValueError(
+            f"event_loop option should be one of {', '.join(map(repr, EVENT_LOOPS))}, "
+            f"but got event_loop={event_loop!r}"
+        )
+    given = [
+        f"{name}={value!r}"
+        for name, value, default in (
+            ("max_concurrency", max_concurrency, None),
+            ("event_loop", event_loop, "auto"),
+        )
+        if value != default
+    ]
+    if agetitem is None:
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)} only apply to async datasets (a map-style dataset "
+                "with an async def __getitem__ or __agetitem__); this one is not async"
+            )
+        return
+    if items_in_parallel > 1:
+        raise ValueError(
+            f"items_in_parallel={items_in_parallel} does not apply to an async "
+            "dataset: the items of a batch already run concurrently (see max_concurrency)"
+        )
+    if getattr(dataset, "__getitems__", None) is not None:
+        raise ValueError(
+            "this dataset has both a coroutine item getter and __getitems__; "
+            "the loader would not know which to use: keep one"
+        )
+    if event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise ValueError(
+            "event_loop='uvloop' needs uvloop, which is not installed; "
+            "pip install uvloop, or use event_loop='auto' or 'asyncio'"
+        )

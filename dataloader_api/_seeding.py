@@ -1,0 +1,119 @@
+"""Seeds: one per epoch from a fixed seed, a user's generator or OS entropy, and a
+well-mixed seed derived from integers; shared by the samplers and the workers."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EpochSeeds", "derive_seed", "is_int"]
+
+_SEED_MASK = 2**63 - 1
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+class EpochSeeds:
+    """One seed per epoch, from a fixed ``seed``, a user's generator, or OS entropy.
+
+    ``generator`` may be a ``torch.Generator``, a ``numpy.random.Generator`` or
+    a ``random.Random``; its state advances by one draw per epoch.
+    """
+
+    def __init__(self, seed: int | None = None, generator: Any = None) -> None:
+        if seed is not None and generator is not None:
+            raise ValueError("seed and generator are mutually exclusive; pass one of them")
+        if seed is not None and not is_int(seed):
+            raise TypeError(f"seed should be an int or None, but got seed={seed!r}")
+        if generator is not None and not _generator_kind(generator):
+            raise TypeError(
+                "generator should be a torch.Generator, numpy.random.Generator or "
+                f"random.Random, but got {type(generator).__name__}"
+            )
+        self.generator = generator
+        self.base_seed = int(seed) if seed is not None else secrets.randbits(63)
+        self.epoch = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data from which ``load_state_dict`` replays the same epoch seeds."""
+        state: dict[str, Any] = {"base_seed": self.base_seed, "epoch": self.epoch}
+        if self.generator is not None:
+            state["generator"] = _generator_state(self.generator)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if ("generator" in state) != (self.generator is not None):
+            raise ValueError(
+                "the state was taken with a generator and this sampler has none, or the "
+                "reverse; pass the same kind of generator (or seed) as the original"
+            )
+        self.base_seed = int(state["base_seed"])
+        self.epoch = int(state["epoch"])
+        if self.generator is not None:
+            _set_generator_state(self.generator, state["generator"])
+
+    def next_seed(self) -> int:
+        """The seed of the next epoch."""
+        epoch = self.epoch
+        self.epoch += 1
+        if self.generator is not None:
+            return _draw(self.generator)
+        return derive_seed(self.base_seed, epoch)
+
+
+def derive_seed(*words: int) -> int:
+    """A well-mixed 63-bit seed from integers (SeedSequence hashing)."""
+    entropy = [w & _SEED_MASK for w in words]
+    state = np.random.SeedSequence(entropy).generate_state(1, np.uint64)
+    return int(state[0]) & _SEED_MASK
+
+
+def _generator_kind(generator: Any) -> str | None:
+    if isinstance(generator, np.random.Generator):
+        return "numpy"
+    if isinstance(generator, random.Random):
+        return "random"
+    if type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator":
+        return "torch"
+    return None
+
+
+def _generator_state(generator: Any) -> Any:
+    kind = _generator_kind(generator)
+    if kind == "numpy":
+        return {"numpy": generator.bit_generator.state}
+    if kind == "random":
+        version, internal, gauss = generator.getstate()
+        return {"random": [version, list(internal), gauss]}
+    return {"torch": generator.get_state().tolist()}
+
+
+def _set_generator_state(generator: Any, state: dict[str, Any]) -> None:
+    kind = _generator_kind(generator)
+    if kind not in state:
+        raise ValueError(f"the state holds a {next(iter(state))} generator, not a {kind} one")
+    if kind == "numpy":
+        generator.bit_generator.state = state["numpy"]
+    elif kind == "random":
+        version, internal, gauss = state["random"]
+        generator.setstate((version, tuple(internal), gauss))
+    else:
+        import torch
+
+        generator.set_state(torch.tensor(state["torch"], dtype=torch.uint8))
+
+
+def _draw(generator: Any) -> int:
+    kind = _generator_kind(generator)
+    if kind == "numpy":
+        return int(generator.integers(0, 2**63))
+    if kind == "random":
+        return int(generator.getrandbits(63))
+    import torch  # a torch.Generator implies torch is installed
+
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item()) & _SEED_MASK

@@ -1,0 +1,49 @@
+"""What a loader remembers between epochs: the only mutable part of a ``DataLoader``.
+
+The options are frozen (``_options.LoaderOptions``); this record holds the
+worker seed stream, the persistent pool, the live epoch and the resume
+bookkeeping that ``_epoch`` and ``_resume`` update.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._seeding import EpochSeeds
+from ._workers import Workers
+
+if TYPE_CHECKING:
+    from ._aio import AsyncRunner
+    from ._iterator import LoaderIterator
+    from ._stats import StatsRecorder
+
+__all__ = ["LoaderState"]
+
+
+@dataclass
+class LoaderState:
+    worker_seeds: EpochSeeds
+    # The worker seed stream as it was when the current pool was made (resume).
+    pool_seed_state: dict[str, Any]
+    persistent: Workers | None = None
+    # Closes the persistent pool when the loader is collected or closed.
+    finalizer: weakref.finalize[Any, Any] | None = None
+    live_iterator: weakref.ref[LoaderIterator] | None = None
+    recorder: StatsRecorder | None = None
+    runner: AsyncRunner | None = None
+    pin_checked: bool = False
+    epochs_started: int = 0
+    # The sampler's state when the current epoch started, or why it has none.
+    epoch_start: dict[str, Any] | BaseException = field(default_factory=dict)
+    # A loaded state the next epoch resumes from.
+    pending: dict[str, Any] | None = None
+
+    @classmethod
+    def new(cls, worker_seed_base: int) -> LoaderState:
+        seeds = EpochSeeds(worker_seed_base)
+        return cls(worker_seeds=seeds, pool_seed_state=seeds.state_dict())
+
+    def live(self) -> LoaderIterator | None:
+        return self.live_iterator() if self.live_iterator is not None else None

@@ -1,0 +1,83 @@
+"""The worker threads of a loader: a backend pool, and what each thread knows.
+
+Each pool thread runs ``thread_init`` once: it installs the thread's
+``WorkerInfo`` (what ``get_worker_info()`` returns there) and calls the user's
+``worker_init_fn``. A persistent loader keeps one pool; otherwise each epoch
+makes its own and its iterator closes it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ._options import LoaderOptions
+from ._seeding import EpochSeeds
+from ._worker_info import WorkerInfo, set_worker_info
+from .contract import PoolSpec, WorkerPool, process_id
+
+__all__ = ["Workers", "new_workers", "worker_info"]
+
+
+class Workers:
+    """A backend pool and the worker infos its threads were given."""
+
+    def __init__(self, pool: WorkerPool, infos: list[WorkerInfo]) -> None:
+        self.pool = pool
+        self.infos = infos
+        self.pid = process_id()  # a forked child inherits the pool but none of its threads
+
+
+def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
+    workers = max(1, options.num_workers)
+    rank, world_size = options.rank, options.world_size
+    if options.distributed and options.is_iterable:
+        # Shards count across ranks, so torch's sharding idiom splits both ways.
+        return WorkerInfo(
+            id=rank * workers + worker_id,
+            num_workers=world_size * workers,
+            seed=seed,
+            dataset=dataset,
+            rank=rank,
+            world_size=world_size,
+            local_id=worker_id,
+        )
+    return WorkerInfo(worker_id, options.num_workers, seed, dataset, rank, world_size, worker_id)
+
+
+def _worker_dataset(options: LoaderOptions) -> Any:
+    # Each worker of an iterable dataset gets its own shallow copy, as each
+    # torch worker gets its own copy: worker_init_fn may then configure
+    # worker_info.dataset for its shard. Arrays and the like stay shared.
+    if not options.is_iterable:
+        return options.dataset
+    try:
+        return copy.copy(options.dataset)
+    except Exception as error:
+        raise TypeError(
+            f"iterable dataset {type(options.dataset).__name__} cannot be shallow-copied for "
+            f"each worker thread ({error}); define __copy__ for it"
+        ) from error
+
+
+def new_workers(options: LoaderOptions, seeds: EpochSeeds) -> Workers:
+    """A new pool of ``num_workers`` threads, seeded from the next seed of ``seeds``."""
+    assert options.backend is not None
+    base_seed = seeds.next_seed()
+    infos = [
+        worker_info(options, worker_id, base_seed + worker_id, _worker_dataset(options))
+        for worker_id in range(options.num_workers)
+    ]
+    worker_init_fn = options.worker_init_fn
+
+    def thread_init(worker_id: int) -> None:
+        set_worker_info(infos[worker_id])
+        if worker_init_fn is not None:
+            worker_init_fn(worker_id)
+
+    spec = PoolSpec(
+        num_threads=options.num_workers,
+        thread_init=thread_init,
+        items_in_parallel=options.items_in_parallel,
+    )
+    return Workers(options.backend.create_pool(spec), infos)
