@@ -57,7 +57,16 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     if options.num_workers == 0:
         batches = _calling_thread_batches(options, state, point, aio, recorder)
         iterator = LoaderIterator(
-            batches, None, pin, length, point.skip, aio, recorder, summary, on_threads=False
+            batches,
+            None,
+            pin,
+            length,
+            point.skip,
+            aio,
+            recorder,
+            summary,
+            on_threads=False,
+            loader=owner,
         )
     else:
         workers, owned = _workers_for_epoch(options, state, owner)
@@ -69,7 +78,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
             raise
         owner_pool = workers.pool if owned else None
         iterator = LoaderIterator(
-            stream, owner_pool, pin, length, point.skip, aio, recorder, summary
+            stream, owner_pool, pin, length, point.skip, aio, recorder, summary, loader=owner
         )
     state.live_iterator = weakref.ref(iterator)
     return iterator

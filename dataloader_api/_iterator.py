@@ -51,7 +51,11 @@ class LoaderIterator:
         recorder: StatsRecorder | None = None,
         summary: Callable[[EpochStats], None] | None = None,
         on_threads: bool = True,
+        loader: object = None,
     ) -> None:
+        # An epoch keeps its loader alive, so `iter(DataLoader(...))` keeps loading
+        # as torch's iterator does: a persistent pool closes with its loader.
+        self._loader = loader
         self._batches = batches
         self._recorder = recorder
         self._summary = summary

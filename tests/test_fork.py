@@ -176,13 +176,13 @@ def test_a_child_gets_an_error_from_an_inherited_epoch_not_a_hang(backend, itera
 
 
 def test_a_child_exit_leaves_the_parents_threads_backend_pools_alone():
-    import dataloader_threads
+    from dataloader_api.kit import _exit
 
     loader = persistent("threads")
 
     def exit_hook_pools() -> int:
         # They may hold locks a parent thread had at the fork: closing them could hang.
-        return len(dataloader_threads._live_pools)
+        return len(_exit._live_pools)
 
     code, _ = in_child(exit_hook_pools)
     loader.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import traceback
@@ -372,3 +373,13 @@ def test_keyboard_interrupt_while_waiting_is_raised_promptly(no_leaked_threads):
     timer.join()
     # the busy worker finishes its item (2 s) before the threads can end
     assert wait_until(lambda: len(data.calls) <= 10, 3.0)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_an_epoch_keeps_loading_after_its_loader_is_dropped(persistent):
+    """`it = iter(DataLoader(...))` alone: torch's iterator keeps its workers."""
+    it = iter(
+        DataLoader(list(range(40)), batch_size=4, num_workers=2, persistent_workers=persistent)
+    )
+    gc.collect()
+    assert [b.tolist() for b in it] == [list(range(i, i + 4)) for i in range(0, 40, 4)]

@@ -173,3 +173,34 @@ def test_len_of_iterable_dataset(kwargs, length):
 def test_len_of_unsized_iterable_is_a_type_error():
     with pytest.raises(TypeError):
         len(DataLoader(Stream()))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("batch_size", 4),
+        ("batch_sampler", None),
+        ("sampler", None),
+        ("drop_last", True),
+        ("dataset", [1, 2]),
+        ("persistent_workers", True),
+    ],
+)
+def test_options_torch_fixes_after_init_raise_value_error(name, value):
+    """Setting them used to change len() but not the batches; torch raises ValueError."""
+    loader = DataLoader(list(range(10)), batch_size=2)
+    with pytest.raises(ValueError, match=f"{name} attribute should not be set after DataLoader"):
+        setattr(loader, name, value)
+    assert len(loader) == 5
+    assert next(iter(loader)).tolist() == [0, 1]
+
+
+def test_other_options_are_read_only_not_silently_ignored():
+    loader = DataLoader(list(range(10)), batch_size=2)
+    with pytest.raises(AttributeError):
+        loader.num_workers = 2
+    assert loader.num_workers == 0
+
+
+def test_dataloader_is_generic_like_torchs():
+    assert DataLoader[int] is not None

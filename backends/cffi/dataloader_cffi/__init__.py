@@ -3,27 +3,29 @@
 Each C thread takes one Python thread state when it starts and keeps it,
 detached between tasks; every callback into Python re-activates that state.
 Map-style epochs keep their window in a C ring of batch slots; iterable
-epochs reuse the reference backend's stream logic on the C threads.
+epochs run the kit's ``IterableStream`` on the C threads.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from dataloader_threads import (
+from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
+from dataloader_api.kit import (
     IterableStream,
     PoolClosedError,
+    attach_once,
+    on_exit,
+    register_pool,
+    unregister_pool,
     wait_out_interpreter_exit,
     warn_busy_threads,
 )
-
-from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 
 from ._engine import ffi, lib
 
@@ -33,21 +35,12 @@ __all__ = ["CffiBackend", "CffiPool", "MapStream"]
 CLOSE_WAIT_MS = 2000
 WAIT_SLICE_MS = 20
 
-_live_pools: weakref.WeakSet[CffiPool] = weakref.WeakSet()
-
 # For the attach-once benchmark and the test that proves attach-once matters.
 _ATTACH_MODE_VARIABLE = "DATALOADER_CFFI_ATTACH"
-_ATTACH_MODES = ("once", "per-task")
 
-
-def _at_exit() -> None:
-    """Interpreter exit: no C thread calls into Python again; nothing waits for them."""
-    lib.dl_set_exiting()
-    for pool in list(_live_pools):
-        pool.close()  # a no-op for pools inherited through fork()
-
-
-getattr(threading, "_register_atexit", atexit.register)(_at_exit)
+# Interpreter exit: no C thread calls into Python again; then the kit closes every
+# registered pool (a no-op for pools inherited through fork()), waiting for none.
+on_exit(lib.dl_set_exiting)
 
 
 class _Core:
@@ -90,23 +83,12 @@ def _noop() -> None:
 lib.dl_py_setup(ffi.cast("void *", id(_noop)))
 
 
-def _attach_once() -> bool:
-    mode = os.environ.get(_ATTACH_MODE_VARIABLE, "once")
-    if mode not in _ATTACH_MODES:
-        raise ValueError(
-            f"{_ATTACH_MODE_VARIABLE}={mode!r} is not one of {', '.join(_ATTACH_MODES)}"
-        )
-    return mode == "once"
-
-
 class CffiPool:
     """``num_threads`` C threads taking tasks from one queue."""
 
     def __init__(self, spec: PoolSpec) -> None:
-        if spec.num_threads < 1:
-            raise ValueError(f"num_threads must be at least 1, got {spec.num_threads}")
         self.num_threads = spec.num_threads
-        self.attach_once = _attach_once()
+        self.attach_once = attach_once(_ATTACH_MODE_VARIABLE)
         self._core = _Core(spec.thread_init)
         self._epochs: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
@@ -131,7 +113,7 @@ class CffiPool:
                 f"dataloader_cffi: could not start {spec.num_threads} worker threads"
             )
         self._pool = pool
-        _live_pools.add(self)
+        register_pool(self)
 
     @property
     def closed(self) -> bool:
@@ -167,34 +149,16 @@ class CffiPool:
             raise PoolClosedError("the worker pool was closed while this epoch was running")
 
     def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream:
-        return MapStream(
-            self,
-            work.jobs,
-            work.fetch,
-            work.collate,
-            stream.window,
-            stream.in_order,
-            stream.timeout,
-            stream.on_timeout,
-        )
+        return MapStream(self, work, stream)
 
     def stream_batches(self, work: IterWork, stream: StreamSpec) -> IterableStream:
-        # IterableStream only needs submit(), track() and closed from its pool.
-        return IterableStream(
-            self,  # type: ignore[arg-type]
-            work.open_stream,
-            work.num_streams,
-            stream.window,
-            stream.in_order,
-            stream.timeout,
-            stream.on_timeout,
-        )
+        return IterableStream(self, work, stream)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        _live_pools.discard(self)
+        unregister_pool(self)
         if self._inherited():
             # No thread to stop or wait for here, and a parent thread may have held
             # the C pool's lock at the fork: leave it alone.
@@ -254,29 +218,17 @@ def _run_job(
 class MapStream:
     """The batches of one map-style epoch, windowed by a C ring."""
 
-    def __init__(
-        self,
-        pool: CffiPool,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> None:
-        if window < 1:
-            raise ValueError(f"window must be at least 1, got {window}")
-        ring = lib.dl_ring_new(window, int(in_order))
+    def __init__(self, pool: CffiPool, work: MapWork, stream: StreamSpec) -> None:
+        ring = lib.dl_ring_new(stream.window, int(stream.in_order))
         if ring == ffi.NULL:
             raise MemoryError("dataloader_cffi: out of memory for the batch window")
         self._state = _MapState(ffi.gc(ring, lib.dl_ring_release))
         pool.track(self._state)
         self._pool = pool
-        self._jobs: Iterator[BatchJob] | None = iter(jobs)
-        self._fetch, self._collate = fetch, collate
-        self._timeout = timeout
-        self._on_timeout = on_timeout
+        self._jobs: Iterator[BatchJob] | None = iter(work.jobs)
+        self._fetch, self._collate = work.fetch, work.collate
+        self._timeout = stream.timeout
+        self._on_timeout = stream.on_timeout
         self._position = ffi.new("long *")
 
     def __iter__(self) -> MapStream:
@@ -312,7 +264,7 @@ class MapStream:
                 break
             if got < 0 or state.closed:
                 if self._pool.closed:
-                    wait_out_interpreter_exit(bool(lib.dl_exiting()))
+                    wait_out_interpreter_exit()
                     raise PoolClosedError("the worker pool was closed while this epoch was running")
                 raise StopIteration
             if deadline is not None and time.monotonic() >= deadline:

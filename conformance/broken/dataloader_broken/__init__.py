@@ -1,6 +1,7 @@
 """Backends that each break one promise of the contract, on purpose.
 
-They wrap the threads backend and change one thing, so the conformance suite
+They wrap the kit's reference pool (``dataloader_api.kit.ThreadPool``, what the
+threads backend runs) and change one thing, so the conformance suite
 can prove that it catches that one thing (conformance/check_broken_backends.py).
 """
 
@@ -13,13 +14,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from dataloader_threads import ThreadPool
-
 from dataloader_api.contract import BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
+from dataloader_api.kit import ThreadPool
 
 
 class _Wrapped:
-    """Delegates to a threads pool; subclasses override one step."""
+    """Delegates to the kit's reference pool; subclasses override one step."""
 
     def __init__(self, spec: PoolSpec) -> None:
         self.inner = ThreadPool(spec)

@@ -1,0 +1,43 @@
+"""The backend kit: what Python backends share, so none imports another.
+
+A backend with its own threads (C through cffi, say) implements the small
+``TaskRunner`` protocol (``submit``, ``track``, ``closed``) and gets the
+contract's window, ordering, errors, timeouts and iterable streams from
+``MapStream`` and ``IterableStream``; ``ThreadPool`` is a complete pool on
+Python threads. The exit registry, the busy-thread warning and the attach-mode
+switch are the shutdown and benchmark machinery every backend needs.
+"""
+
+from __future__ import annotations
+
+from ._attach import ATTACH_MODES, attach_once
+from ._epoch_state import EpochState, PoolClosedError, TaskRunner, Waiter
+from ._exit import (
+    exiting,
+    on_exit,
+    register_pool,
+    unregister_pool,
+    wait_out_interpreter_exit,
+    warn_busy_threads,
+)
+from ._iter_stream import IterableStream
+from ._map_stream import MapStream
+from ._thread_pool import ThreadPool
+
+__all__ = [
+    "ATTACH_MODES",
+    "EpochState",
+    "IterableStream",
+    "MapStream",
+    "PoolClosedError",
+    "TaskRunner",
+    "ThreadPool",
+    "Waiter",
+    "attach_once",
+    "exiting",
+    "on_exit",
+    "register_pool",
+    "unregister_pool",
+    "wait_out_interpreter_exit",
+    "warn_busy_threads",
+]

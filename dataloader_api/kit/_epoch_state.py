@@ -1,0 +1,78 @@
+"""What the Python streams share: the task runner they need from a pool, the state
+of one epoch under one condition, and the consumer's wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ._exit import wait_out_interpreter_exit
+
+__all__ = ["PoolClosedError", "TaskRunner"]
+
+
+class PoolClosedError(RuntimeError):
+    """The stream's pool was closed while the stream was still being read."""
+
+
+class TaskRunner(Protocol):
+    """What ``MapStream`` and ``IterableStream`` need from a pool: any pool whose
+    threads run Python callables (Python threads, C threads through cffi, ...)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def track(self, epoch: EpochState) -> None:
+        """Close ``epoch`` when the pool closes; raise ``PoolClosedError`` if it is closed."""
+        ...
+
+    def submit(self, function: Callable[..., None], *args: Any) -> None:
+        """Run ``function(*args)`` on one of the pool's threads, once."""
+        ...
+
+
+class Waiter:
+    """The consumer's wait for a condition, honouring the timeout and a closed pool."""
+
+    def __init__(self, pool: TaskRunner, timeout: float | None) -> None:
+        self._pool = pool
+        self._timeout = timeout
+
+    def wait_for(self, cond: threading.Condition, ready: Callable[[], bool]) -> bool:
+        """Wait (holding ``cond``) until ``ready()``; False on timeout."""
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        while not ready():
+            if self._pool.closed:
+                wait_out_interpreter_exit(cond)
+                raise PoolClosedError("the worker pool was closed while this epoch was running")
+            if deadline is None:
+                # Bounded slices so a pool closed elsewhere is noticed.
+                cond.wait(0.5)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            cond.wait(min(remaining, 0.5))
+        return True
+
+
+class EpochState:
+    """What the consumer and the tasks of one epoch share, under ``cond``."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.closed = False
+
+    def close(self) -> None:
+        with self.cond:
+            self.close_locked()
+
+    def close_locked(self) -> None:
+        self.closed = True
+        self.clear()
+        self.cond.notify_all()
+
+    def clear(self) -> None:
+        raise NotImplementedError
