@@ -11,7 +11,7 @@ switch are the shutdown and benchmark machinery every backend needs.
 from __future__ import annotations
 
 from ._attach import ATTACH_MODES, attach_once
-from ._epoch_state import EpochState, PoolClosedError, TaskRunner, Waiter
+from ._epoch_state import EpochState, PoolClosedError, TaskRunner, Waiter, run_batch
 from ._exit import (
     exiting,
     on_exit,
@@ -37,6 +37,7 @@ __all__ = [
     "exiting",
     "on_exit",
     "register_pool",
+    "run_batch",
     "unregister_pool",
     "wait_out_interpreter_exit",
     "warn_busy_threads",

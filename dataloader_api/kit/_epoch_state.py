@@ -8,13 +8,25 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..contract import BatchJob
 from ._exit import wait_out_interpreter_exit
 
-__all__ = ["PoolClosedError", "TaskRunner"]
+__all__ = ["PoolClosedError", "TaskRunner", "run_batch"]
 
 
 class PoolClosedError(RuntimeError):
     """The stream's pool was closed while the stream was still being read."""
+
+
+def run_batch(job: BatchJob, fetch: Callable[[Any], Any], collate: Callable[[Any], Any]) -> Any:
+    """``(True, batch)`` or ``(False, the exception)``: what a worker stores for
+    the consumer. A caller holding the result in a local ``del``s it once stored:
+    the exception's traceback keeps the caller's frame, and the frame the result,
+    a cycle that only the garbage collector would free, keeping the epoch alive."""
+    try:
+        return (True, collate(fetch(job.indices)))
+    except BaseException as error:
+        return (False, error)
 
 
 class TaskRunner(Protocol):

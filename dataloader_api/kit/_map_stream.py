@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..contract import BatchJob, MapWork, StreamSpec
-from ._epoch_state import EpochState, TaskRunner, Waiter
+from ._epoch_state import EpochState, TaskRunner, Waiter, run_batch
 
 __all__ = ["MapStream"]
 
@@ -31,18 +31,13 @@ def _run_job(
 ) -> None:
     if state.closed:
         return
-    try:
-        result: tuple[bool, Any] = (True, collate(fetch(job.indices)))
-    except BaseException as error:
-        result = (False, error)
+    result = run_batch(job, fetch, collate)
     with state.cond:
         if not state.closed:
             state.results[job.position] = result
             state.completed.append(job.position)
             state.cond.notify_all()
-    # The traceback keeps this frame: a local holding the error would make a
-    # cycle that only the garbage collector frees, keeping the epoch alive.
-    del result
+    del result  # see run_batch
 
 
 class MapStream:

@@ -22,6 +22,7 @@ from dataloader_api.kit import (
     attach_once,
     on_exit,
     register_pool,
+    run_batch,
     unregister_pool,
     wait_out_interpreter_exit,
     warn_busy_threads,
@@ -204,14 +205,11 @@ def _run_job(
 ) -> None:
     if state.closed:
         return
-    try:
-        result: tuple[bool, Any] = (True, collate(fetch(job.indices)))
-    except BaseException as error:
-        result = (False, error)
+    result = run_batch(job, fetch, collate)
     with state.lock:
         if not state.closed:
             state.results[job.position] = result
-    del result  # no error -> traceback -> frame cycle
+    del result  # see run_batch
     lib.dl_ring_finish(state.ring, job.position)
 
 
