@@ -1,10 +1,16 @@
 """Sessions: tests (unit + conformance), conformance, demo and bench over the
-CPython matrix; conformance_thorough, lint, torch_parity, provision.
+CPython matrix, each after provision for its interpreter; conformance_thorough,
+lint, cffi_tsan, bench_report, torch_parity.
 
-The matrix is every CPython of MATRIX found on this machine. pyenv's
-interpreters are visible to nox only when PYENV_VERSION lists them, so this
-file sets it; a free-threaded 3.13t that is missing is built first by
-scripts/provision-freethreaded.sh (set DATALOADER_NO_PROVISION=1 to skip).
+The matrix is every CPython of MATRIX found on this machine, plus the
+free-threaded 3.13t when it is missing but scripts/provision-freethreaded.sh
+can build it (set DATALOADER_NO_PROVISION=1 to leave it out). Loading this
+file only reads pyenv's versions folder and PATH: `nox -l` builds nothing.
+The build happens in the session `provision(python='3.13t')`, which every
+3.13t session requires (NOTE [ Provisioning 3.13t ] below).
+
+pyenv's interpreters are visible to nox only when PYENV_VERSION lists them, so
+this file sets it, and provision sets it again after a build.
 """
 
 from __future__ import annotations
@@ -12,16 +18,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 ROOT = Path(__file__).parent
 MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
+# The interpreter PROVISION builds.
+PROVISIONED = "3.13t"
 # Backends that ship with the project, as pip-installable folders.
 BACKENDS = [ROOT / "backends" / "threads", ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
 RUST = ROOT / "backends" / "rust"
@@ -41,17 +49,48 @@ BROKEN_BACKENDS = ROOT / "conformance" / "broken"
 # The backend guide's example, checked like any out-of-tree backend.
 EXAMPLE_BACKEND = ROOT / "docs" / "example_backend"
 
+# requires= (2025.2.9) and a session's download_python (2025.10.16).
+nox.needs_version = ">=2025.10.16"
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = False
 
 
-def _pyenv_versions() -> list[str]:
+# NOTE [ Provisioning 3.13t ]
+#
+# nox reads `python=` lists when this file is loaded, but finds each interpreter
+# only when its session starts (python-discovery, through pyenv's shims and
+# PYENV_VERSION as they are then). So a missing 3.13t is listed, and built by a
+# session that runs before the first session on it:
+#
+#   load:  3.11 3.12 3.13 found   3.13t missing, buildable -> listed anyway
+#   nox -s tests:  provision(python='3.11')   found: nothing to do
+#                  tests-3.11 ...
+#                  provision(python='3.13t')  builds it (pyenv rehashes the shims),
+#                                             puts it in PYENV_VERSION
+#                  tests-3.13t                now found
+#
+# Every matrix session requires provision for its interpreter; nox cannot require
+# a session for one interpreter only, so provision is one session per interpreter
+# (parametrized, not `python=`, which a session without a virtualenv ignores).
+# If the build fails, provision fails in CI (the sessions that require it are then
+# not run) and is skipped elsewhere (they then skip: the interpreter is missing).
+# download_python="never" keeps nox from fetching a standalone CPython instead.
+
+
+def _pyenv_root() -> Path | None:
+    """pyenv's root when pyenv is on PATH (without it its shims are not either)."""
     if shutil.which("pyenv") is None:
+        return None
+    return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+def _pyenv_versions() -> list[str]:
+    """What `pyenv versions --bare` lists, read from the versions folder (no subprocess)."""
+    root = _pyenv_root()
+    try:
+        return sorted(p.name for p in (root / "versions").iterdir()) if root else []
+    except OSError:
         return []
-    result = subprocess.run(
-        ["pyenv", "versions", "--bare"], capture_output=True, text=True, check=False
-    )
-    return result.stdout.split()
 
 
 def _newest_pyenv_version(candidate: str, installed: list[str]) -> str | None:
@@ -63,45 +102,56 @@ def _newest_pyenv_version(candidate: str, installed: list[str]) -> str | None:
     return max(matches)[1] if matches else None
 
 
-def _discover() -> tuple[list[str], dict[str, str]]:
+def _expose_pyenv() -> dict[str, str]:
+    """Each candidate of MATRIX that pyenv has, and its pyenv version, now listed first
+    in PYENV_VERSION so that the shims (and so nox) find it."""
     installed = _pyenv_versions()
     chosen = {c: v for c in MATRIX if (v := _newest_pyenv_version(c, installed))}
-    if (
-        "3.13t" not in chosen
-        and os.environ.get("DATALOADER_NO_PROVISION") != "1"
-        and PROVISION.exists()
-    ):
-        print("nox: free-threaded 3.13t not found; building it with", PROVISION.name, flush=True)
-        if subprocess.run(["bash", str(PROVISION)], check=False).returncode == 0:
-            installed = _pyenv_versions()
-            chosen = {c: v for c in MATRIX if (v := _newest_pyenv_version(c, installed))}
     if chosen:
         # GIL builds first, so `python3.13` resolves to the GIL build.
         order = sorted(chosen.values(), key=lambda v: (v.endswith("t"), v))
         current = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
         os.environ["PYENV_VERSION"] = ":".join(dict.fromkeys(order + current))
-    present, missing = [], {}
-    for candidate in MATRIX:
-        if candidate in chosen or (shutil.which(f"python{candidate}") and _runs(candidate)):
-            present.append(candidate)
-        else:
-            missing[candidate] = "not installed (pyenv or PATH)"
-    return present, missing
+    return chosen
 
 
-def _runs(candidate: str) -> bool:
+def _on_path(candidate: str) -> bool:
+    """``python3.X`` on PATH; a pyenv shim counts only if a version in PYENV_VERSION has
+    that executable (else the shim exists but fails)."""
     exe = shutil.which(f"python{candidate}")
-    return (
-        exe is not None and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0
-    )
+    root = _pyenv_root()
+    if exe is None or root is None or Path(exe).parent != root / "shims":
+        return exe is not None
+    listed = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
+    return any((root / "versions" / v / "bin" / f"python{candidate}").is_file() for v in listed)
 
 
-PRESENT, MISSING = _discover()
-for _version, _why in MISSING.items():
-    print(f"nox: skipping CPython {_version}: {_why}", file=sys.stderr)
-if os.environ.get("CI") and (_absent := [v for v in REQUIRED_IN_CI if v not in PRESENT]):
+def _provisionable() -> bool:
+    return PROVISION.exists() and os.environ.get("DATALOADER_NO_PROVISION") != "1"
+
+
+_CHOSEN = _expose_pyenv()
+# Interpreters found now, and the matrix: those plus a 3.13t that provision will build.
+PRESENT = [c for c in MATRIX if c in _CHOSEN or _on_path(c)]
+MATRIX_HERE = [c for c in MATRIX if c in PRESENT or (c == PROVISIONED and _provisionable())]
+for _version in MATRIX:
+    if _version not in MATRIX_HERE:
+        print(f"nox: skipping CPython {_version}: not installed (pyenv or PATH)", file=sys.stderr)
+    elif _version not in PRESENT:
+        print(
+            f"nox: CPython {_version} is not installed: provision builds it "
+            f"with {PROVISION.name} before its first session",
+            file=sys.stderr,
+        )
+if os.environ.get("CI") and (_absent := [v for v in REQUIRED_IN_CI if v not in MATRIX_HERE]):
     raise RuntimeError(f"CI needs CPython {', '.join(_absent)}, which could not be found or built")
 DEFAULT_PYTHON = PRESENT[0] if PRESENT else None
+# What every session of the matrix is declared with.
+MATRIX_SESSION = {
+    "python": MATRIX_HERE,
+    "requires": ["provision(python='{python}')"],
+    "download_python": "never",
+}
 
 
 def install_project(session: nox.Session, *extra: str) -> None:
@@ -153,7 +203,7 @@ def run_conformance(session: nox.Session, profile: str, pytest_args: list[str]) 
         session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
 
 
-@nox.session(python=PRESENT)
+@nox.session(**MATRIX_SESSION)
 def tests(session: nox.Session) -> None:
     """The whole suite: unit tests, then the conformance suite (fast profile) for every
     installed backend, or only $DATALOADER_BACKEND's when it is set."""
@@ -170,7 +220,7 @@ def tests(session: nox.Session) -> None:
     run_conformance(session, "fast", [])
 
 
-@nox.session(python=PRESENT)
+@nox.session(**MATRIX_SESSION)
 def conformance(session: nox.Session) -> None:
     """Only the conformance suite; `nox -s conformance -- --backend NAME` for one backend.
 
@@ -243,14 +293,14 @@ def cffi_tsan(session: nox.Session) -> None:
     session.run(str(binary), env={"TSAN_OPTIONS": "halt_on_error=1 exitcode=66"}, external=True)
 
 
-@nox.session(python=PRESENT)
+@nox.session(**MATRIX_SESSION)
 def demo(session: nox.Session) -> None:
     """The main job: the synthetic dataset through every installed backend."""
     install_project(session)
     session.run("python", "-m", "dataloader_api.demo", *session.posargs)
 
 
-@nox.session(python=PRESENT)
+@nox.session(**MATRIX_SESSION)
 def bench(session: nox.Session) -> None:
     """benchmarks/run.py side by side with the peers, which this session installs
     where they have wheels; results go to
@@ -309,7 +359,21 @@ def torch_parity(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=False)
+@nox.session(venv_backend="none")
+@nox.parametrize("python", MATRIX_HERE)
 def provision(session: nox.Session) -> None:
-    """Build the free-threaded CPython 3.13t (cached) without downloads beyond the registries."""
-    session.run("bash", str(PROVISION), external=True)
+    """What each matrix session runs first: nothing for an interpreter that is found;
+    the free-threaded 3.13t, when missing, is built (cached) by
+    scripts/provision-freethreaded.sh, with no download beyond the registries."""
+    version = str(session.python)
+    if version in PRESENT:
+        session.log(f"CPython {version} is installed")
+        return
+    try:
+        session.run("bash", str(PROVISION), external=True)
+    except CommandFailed:
+        if os.environ.get("CI"):
+            session.error(f"CPython {version} could not be built")
+        session.skip(f"CPython {version} could not be built: its sessions will be skipped")
+    if version not in _expose_pyenv():  # so that the sessions after this one find it
+        session.error(f"{PROVISION.name} succeeded but pyenv has no {version}")

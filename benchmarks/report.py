@@ -1,12 +1,15 @@
 """docs/benchmarks.md and its plots from the JSON files of `benchmarks/run.py --json`.
 
-    python benchmarks/report.py benchmarks/results/*.json
+    python benchmarks/report.py benchmarks/results/*.json [--out docs/benchmarks.md]
 
-`nox -s bench` runs the benchmark on every interpreter, then this.
+`nox -s bench` runs the benchmark on every interpreter, then this. Tables are
+found by the stable ids run.py records with each (workloads.py names them), not
+by their titles.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import statistics
@@ -15,8 +18,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-DOCS = ROOT / "docs"
-PLOTS = DOCS / "benchmarks"
+OUT = ROOT / "docs" / "benchmarks.md"
 
 
 def speedup_plot(results: list[dict], path: Path) -> bool:
@@ -28,7 +30,7 @@ def speedup_plot(results: list[dict], path: Path) -> bool:
 
     panels = []
     for result in results:
-        table = next((t for t in result["tables"] if t["title"].startswith("4.")), None)
+        table = _table(result, "cpu_bound")
         if table is not None:
             panels.append((result["interpreter"], table))
     if not panels:
@@ -64,7 +66,7 @@ def throughput_plot(results: list[dict], path: Path) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    candidates = [r for r in results if any(t["title"].startswith("3.") for t in r["tables"])]
+    candidates = [r for r in results if any(t["workload"] == "numpy" for t in r["tables"])]
     if not candidates:
         return False
 
@@ -73,7 +75,7 @@ def throughput_plot(results: list[dict], path: Path) -> bool:
 
     # The interpreter where the most peers ran (dataloader-rs has no 3.11 wheel).
     chosen = max(candidates, key=peers_run)
-    tables = [t for t in chosen["tables"] if t["title"][:2] in ("1.", "3.")]
+    tables = [t for t in chosen["tables"] if t["workload"] in ("overhead", "numpy")]
     fig, axes = plt.subplots(1, len(tables), figsize=(5 * len(tables), 4), squeeze=False)
     for axis, table in zip(axes[0], tables, strict=True):
         rows = [r for r in table["rows"] if r["workers"] == 2]
@@ -93,8 +95,9 @@ def throughput_plot(results: list[dict], path: Path) -> bool:
     return True
 
 
-def _table(result: dict, prefix: str) -> dict | None:
-    return next((t for t in result["tables"] if t["title"].startswith(prefix)), None)
+def _table(result: dict, id: str) -> dict | None:
+    """The table of this id (see workloads.py), if the run measured it."""
+    return next((t for t in result["tables"] if t["id"] == id), None)
 
 
 def _ours_best(table: dict, workers: int | None = None) -> dict | None:
@@ -143,7 +146,7 @@ def targets(result: dict) -> list[str]:
             f"≥ {goal}x",
         )
 
-    overhead = _table(result, "1.")
+    overhead = _table(result, "overhead")
     if overhead:
         mine = next((r for r in overhead["rows"] if r["workers"] == 0 and not r["peer"]), None)
         bare = overhead.get("reference")
@@ -155,14 +158,14 @@ def targets(result: dict) -> list[str]:
         )
         rs = _peer(overhead, "dataloader-rs", 2)
         versus("1. 2 workers ÷ dataloader-rs", _ours_best(overhead, 2), rs, 1.5)
-    io = _table(result, "2.")
+    io = _table(result, "io_8_workers")
     if io:
         versus("2. 2 ms I/O, 8 workers ÷ ideal", _ours_best(io), io.get("reference"), 0.97)
-    numpy = _table(result, "3. NumPy items 3x64x64")
+    numpy = _table(result, "numpy_float32")
     if numpy:
         rs = _peer(numpy, "dataloader-rs", 2)
         versus("3. float32 stack ÷ dataloader-rs", _ours_best(numpy, 2), rs, 1.3)
-    first = _table(result, "5a.")
+    first = _table(result, "first_batch")
     best = _ours_best(first) if first else None
     verdict(
         f"5a. first batch ({best['label'] if best else 'ours'})",
@@ -183,7 +186,8 @@ def targets(result: dict) -> list[str]:
 def peer_wins(result: dict) -> list[str]:
     """Every table where a peer's median beats our best backend at the same workers."""
     found = []
-    for table in result["tables"]:
+    # Memory is one reading per loader, not a median of runs; attach has no peers.
+    for table in (t for t in result["tables"] if t["kind"] in ("rates", "startup")):
         low = table["unit"] == "ms"
         for peer in ("torch", "dataloader-rs", "spdl", "grain"):
             for theirs in (r for r in table["rows"] if r["peer"] == peer):
@@ -206,11 +210,22 @@ def peer_wins(result: dict) -> list[str]:
 
 
 def main() -> None:
-    files = [Path(a) for a in sys.argv[1:]]
-    if not files:
-        sys.exit("usage: python benchmarks/report.py RESULTS.json ...")
-    results = [json.loads(f.read_text()) for f in files]
-    PLOTS.mkdir(parents=True, exist_ok=True)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path, help="run.py --json results")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=OUT,
+        help="the Markdown to write (default docs/benchmarks.md); plots go to the folder "
+        "`benchmarks` beside it",
+    )
+    args = parser.parse_args()
+    results = [json.loads(f.read_text()) for f in args.files]
+    for path, result in zip(args.files, results, strict=True):
+        if any("id" not in t for t in result["tables"]):
+            sys.exit(f"{path}: written by an older run.py, without table ids: run it again")
+    plots_dir = args.out.parent / "benchmarks"
+    plots_dir.mkdir(parents=True, exist_ok=True)
     out = [
         "# Benchmarks",
         "",
@@ -221,9 +236,9 @@ def main() -> None:
         "",
     ]
     plots = []
-    if speedup_plot(results, PLOTS / "cpu_bound_speedup.png"):
+    if speedup_plot(results, plots_dir / "cpu_bound_speedup.png"):
         plots.append(("CPU-bound items: throughput against workers", "cpu_bound_speedup.png"))
-    if throughput_plot(results, PLOTS / "throughput.png"):
+    if throughput_plot(results, plots_dir / "throughput.png"):
         plots.append(("Trivial and NumPy items at 2 workers", "throughput.png"))
     for title, name in plots:
         out += [f"![{title}](benchmarks/{name})", ""]
@@ -244,8 +259,8 @@ def main() -> None:
         out += ["### Where a peer wins", "", *peer_wins(result), ""]
         out += [line.replace("\n### ", "### ") for line in result["markdown"]]
         out.append("")
-    (DOCS / "benchmarks.md").write_text("\n".join(out) + "\n")
-    print(f"wrote {DOCS / 'benchmarks.md'} and {len(plots)} plot(s) in {PLOTS}")
+    args.out.write_text("\n".join(out) + "\n")
+    print(f"wrote {args.out} and {len(plots)} plot(s) in {plots_dir}")
 
 
 if __name__ == "__main__":
