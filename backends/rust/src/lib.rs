@@ -3,8 +3,12 @@
 
 mod attach;
 mod collate;
+mod iter_stream;
+mod map_job;
+mod map_stream;
 mod pool;
-mod streams;
+mod pool_shared;
+mod wait;
 
 use pyo3::prelude::*;
 
@@ -13,8 +17,8 @@ use pyo3::prelude::*;
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<pool::Pool>()?;
-    module.add_class::<streams::MapStream>()?;
-    module.add_class::<streams::IterStream>()?;
-    module.add_function(wrap_pyfunction!(pool::mark_exiting, module)?)?;
+    module.add_class::<map_stream::MapStream>()?;
+    module.add_class::<iter_stream::IterStream>()?;
+    module.add_function(wrap_pyfunction!(pool_shared::mark_exiting, module)?)?;
     Ok(())
 }
