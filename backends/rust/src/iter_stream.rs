@@ -4,18 +4,19 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dataloader_core::{StreamBuffers, Take};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::attach;
+use crate::contract::{IterWork, StreamSpec};
 use crate::pool_shared::{
     deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, PoolShared, Workers,
 };
-use crate::wait::{timeout_of, wait_for, wait_out_interpreter_exit};
+use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
 
 /// A worker waiting for room wakes this often, to notice exit and closing.
 const IDLE_WAKE: Duration = Duration::from_millis(200);
@@ -139,22 +140,18 @@ pub struct IterStream {
 }
 
 impl IterStream {
-    pub fn new(
-        workers: &Workers,
-        open_stream: Py<PyAny>,
-        num_streams: usize,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
-    ) -> PyResult<Self> {
-        if num_streams < 1 {
-            return Err(PyValueError::new_err(format!(
-                "num_streams must be at least 1, got {num_streams}"
-            )));
-        }
-        let buffers = StreamBuffers::new(num_streams, window, in_order)
-            .ok_or_else(|| PyValueError::new_err("window must be at least 1, got 0"))?;
+    /// Start draining every stream of `work` at once; each drain holds a pool
+    /// thread while its buffer has room.
+    pub fn new(workers: &Workers, work: IterWork, stream: StreamSpec) -> PyResult<Self> {
+        let IterWork {
+            open_stream,
+            num_streams,
+        } = work;
+        // The contract's checks make 0 impossible: only the allocation can fail.
+        let buffers =
+            StreamBuffers::new(num_streams, stream.window, stream.in_order).ok_or_else(|| {
+                PyMemoryError::new_err(format!("cannot allocate buffers for {num_streams} streams"))
+            })?;
         let shared = Arc::new(IterShared {
             buffers: Mutex::new(buffers),
             changed: Condvar::new(),
@@ -163,7 +160,6 @@ impl IterStream {
         let pool_shared = Arc::clone(&workers.shared);
         let epoch: Arc<dyn Epoch> = shared.clone();
         pool_shared.track(Arc::downgrade(&epoch))?;
-        let timeout = timeout_of(timeout)?;
         let open_stream = Arc::new(open_stream);
         for stream in 0..num_streams {
             let (shared, open_stream) = (Arc::clone(&shared), Arc::clone(&open_stream));
@@ -173,8 +169,8 @@ impl IterStream {
             pool_shared,
             shared,
             delivered: Mutex::new(0),
-            timeout,
-            on_timeout,
+            timeout: stream.timeout,
+            on_timeout: stream.on_timeout,
         })
     }
 }
@@ -193,7 +189,7 @@ impl IterStream {
             ));
         };
         let shared = &self.shared;
-        let deadline = self.timeout.map(|t| Instant::now() + t);
+        let deadline = deadline(self.timeout);
         loop {
             if shared.is_closed() {
                 if self.pool_shared.is_closed() {

@@ -3,6 +3,7 @@
 
 mod attach;
 mod collate;
+mod contract;
 mod iter_stream;
 mod map_job;
 mod map_stream;

@@ -12,23 +12,24 @@ use rayon::prelude::*;
 
 use crate::attach;
 use crate::collate::NativeCollate;
+use crate::contract::{stats_method, MapWork};
 
-/// The callables a map-style job runs.
+/// The callables a map-style job runs, looked up once per epoch.
 pub struct MapJobs {
-    pub fetch: Py<PyAny>,
-    pub collate: Py<PyAny>,
+    fetch: Py<PyAny>,
+    collate: Py<PyAny>,
     /// Set when `collate` is the default collate and may be done natively.
-    pub native: Option<Arc<NativeCollate>>,
-    /// `collate.record(seconds)` of the loader's timing wrapper, for native collation.
-    pub collate_record: Option<Py<PyAny>>,
+    native: Option<Arc<NativeCollate>>,
+    /// `stats.record_collate(seconds)`, for native collation with stats on.
+    record_collate: Option<Py<PyAny>>,
     /// The dataset's `__getitem__`, when items of a batch are fetched in parallel.
-    pub getitem: Option<Py<PyAny>>,
-    /// `fetch.record(seconds, items)` of the loader's timing wrapper, for that case.
-    pub fetch_record: Option<Py<PyAny>>,
+    getitem: Option<Py<PyAny>>,
+    /// `stats.record_fetch(seconds, items)`, for that case with stats on.
+    record_fetch: Option<Py<PyAny>>,
     pub items_in_parallel: usize,
 }
 
-/// Call one of the loader's `record` callables; its failure is only reported.
+/// Call one of the stats sink's methods; its failure is only reported.
 fn report<'py>(py: Python<'py>, record: &Option<Py<PyAny>>, args: PyResult<Bound<'py, PyTuple>>) {
     let Some(record) = record else { return };
     let called = args.and_then(|args| attach::call(py, record.bind(py), args.as_any()));
@@ -38,6 +39,39 @@ fn report<'py>(py: Python<'py>, record: &Option<Py<PyAny>>, args: PyResult<Bound
 }
 
 impl MapJobs {
+    /// What `work` runs on a pool of `items_in_parallel`: the backend's own
+    /// collation and item fetching where `work` allows them.
+    pub fn new(
+        work: &MapWork<'_>,
+        native: &Arc<NativeCollate>,
+        items_in_parallel: usize,
+    ) -> PyResult<Self> {
+        let native = work.collate_is_default.then(|| Arc::clone(native));
+        let getitem = match &work.getitem {
+            Some(getitem) if items_in_parallel > 1 => Some(getitem.clone().unbind()),
+            _ => None,
+        };
+        // `fetch` and `collate` time themselves; what replaces them reports here.
+        let (mut record_collate, mut record_fetch) = (None, None);
+        if let Some(stats) = &work.stats {
+            if native.is_some() {
+                record_collate = Some(stats_method(stats, "record_collate")?);
+            }
+            if getitem.is_some() {
+                record_fetch = Some(stats_method(stats, "record_fetch")?);
+            }
+        }
+        Ok(MapJobs {
+            fetch: work.fetch.clone().unbind(),
+            collate: work.collate.clone().unbind(),
+            native,
+            record_collate,
+            getitem,
+            record_fetch,
+            items_in_parallel,
+        })
+    }
+
     pub fn run<'py>(
         &self,
         py: Python<'py>,
@@ -49,7 +83,7 @@ impl MapJobs {
                 let samples = self.fetch_in_parallel(py, getitem, indices)?;
                 let seconds = started.elapsed().as_secs_f64();
                 let items = samples.len()?;
-                report(py, &self.fetch_record, (seconds, items).into_pyobject(py));
+                report(py, &self.record_fetch, (seconds, items).into_pyobject(py));
                 samples
             }
             None => {
@@ -62,7 +96,7 @@ impl MapJobs {
                 let started = Instant::now();
                 let batch = native.collate(&samples);
                 let seconds = started.elapsed().as_secs_f64();
-                report(py, &self.collate_record, PyTuple::new(py, [seconds]));
+                report(py, &self.record_collate, PyTuple::new(py, [seconds]));
                 batch
             }
             None => {

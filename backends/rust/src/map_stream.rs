@@ -13,9 +13,10 @@ use pyo3::intern;
 use pyo3::prelude::*;
 
 use crate::attach;
+use crate::contract::StreamSpec;
 use crate::map_job::MapJobs;
 use crate::pool_shared::{deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, Workers};
-use crate::wait::{timeout_of, wait_for, wait_out_interpreter_exit};
+use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
 
 /// How long a worker with no job left waits for the consumer's next one.
 const LINGER: Duration = Duration::from_millis(5);
@@ -198,19 +199,16 @@ pub struct MapStream {
 }
 
 impl MapStream {
-    #[allow(clippy::too_many_arguments)]
+    /// `pool` is the `Pool` object `workers` belong to; `jobs` the plan's `BatchJob`s.
     pub fn new(
         pool: Py<PyAny>,
         workers: Workers,
         jobs: &Bound<'_, PyAny>,
         fns: MapJobs,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
+        stream: StreamSpec,
     ) -> PyResult<Self> {
-        let window = Window::new(window, in_order)
-            .ok_or_else(|| PyValueError::new_err("window must be at least 1, got 0"))?;
+        let window = Window::new(stream.window, stream.in_order)
+            .ok_or_else(|| PyValueError::new_err("StreamSpec.window must be an int >= 1"))?;
         let shared = Arc::new(MapShared {
             window: Mutex::new(window),
             changed: Condvar::new(),
@@ -237,8 +235,8 @@ impl MapStream {
             shared,
             fns: Arc::new(fns),
             consumer: Mutex::new(MapConsumer { jobs: Some(jobs) }),
-            timeout: timeout_of(timeout)?,
-            on_timeout,
+            timeout: stream.timeout,
+            on_timeout: stream.on_timeout,
         })
     }
 
@@ -300,7 +298,7 @@ impl MapStream {
             Epoch::close(&*self.shared);
             return Ok(None);
         }
-        let deadline = self.timeout.map(|t| Instant::now() + t);
+        let deadline = deadline(self.timeout);
         let shared = &self.shared;
         let arrived = wait_for(py, &shared.window, &shared.changed, deadline, |w| {
             w.ready() || shared.is_closed()

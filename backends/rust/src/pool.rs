@@ -5,12 +5,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyResourceWarning, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::attach;
 use crate::collate::NativeCollate;
+use crate::contract;
 use crate::iter_stream::IterStream;
 use crate::map_job::MapJobs;
 use crate::map_stream::MapStream;
@@ -149,26 +150,17 @@ impl Pool {
 
 #[pymethods]
 impl Pool {
+    /// A pool as `spec` (a `PoolSpec`) says; `attach_once=False` only to measure
+    /// what attaching once buys (`DATALOADER_RUST_ATTACH=per-task`).
     #[new]
-    #[pyo3(signature = (num_threads, thread_init, name = "dataloader", items_in_parallel = 1, attach_once = true))]
-    fn new(
-        py: Python<'_>,
-        num_threads: usize,
-        thread_init: Py<PyAny>,
-        name: &str,
-        items_in_parallel: usize,
-        attach_once: bool,
-    ) -> PyResult<Self> {
-        if num_threads < 1 {
-            return Err(PyValueError::new_err(format!(
-                "num_threads must be at least 1, got {num_threads}"
-            )));
-        }
-        if items_in_parallel < 1 {
-            return Err(PyValueError::new_err(format!(
-                "items_in_parallel must be at least 1, got {items_in_parallel}"
-            )));
-        }
+    #[pyo3(signature = (spec, *, attach_once = true))]
+    fn new(py: Python<'_>, spec: &Bound<'_, PyAny>, attach_once: bool) -> PyResult<Self> {
+        let contract::PoolSpec {
+            num_threads,
+            thread_init,
+            name,
+            items_in_parallel,
+        } = contract::PoolSpec::read(spec)?;
         let native = Arc::new(NativeCollate::new(py)?);
         let shared = Arc::new(PoolShared::new(num_threads));
         let thread_init = Arc::new(thread_init);
@@ -246,82 +238,29 @@ impl Pool {
         self.workers.shared.is_closed()
     }
 
-    #[pyo3(signature = (jobs, fetch, collate, *, window, in_order, timeout, on_timeout))]
-    #[allow(clippy::too_many_arguments)]
+    /// The batches of `work` (a `MapWork`), as `stream` (a `StreamSpec`) says.
     fn map_batches(
         slf: &Bound<'_, Self>,
-        jobs: &Bound<'_, PyAny>,
-        fetch: Py<PyAny>,
-        collate: &Bound<'_, PyAny>,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
+        work: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
     ) -> PyResult<MapStream> {
-        let py = slf.py();
         let this = slf.get();
-        // The loader times collate with a wrapper: look through it, and report
-        // the native collation's time to it (dataloader_api.stats).
-        let wrapped = collate.getattr_opt("__wrapped__")?;
-        let user_collate = wrapped.as_ref().unwrap_or(collate);
-        let native = this
-            .native
-            .replaces(user_collate)
-            .then(|| Arc::clone(&this.native));
-        let collate_record = match (&native, &wrapped) {
-            (Some(_), Some(_)) => collate.getattr_opt("record")?.map(Bound::unbind),
-            _ => None,
-        };
-        let (getitem, fetch_record) = if this.items_in_parallel > 1 {
-            let fetch = fetch.bind(py);
-            (
-                fetch.getattr_opt("getitem")?.map(Bound::unbind),
-                fetch.getattr_opt("record")?.map(Bound::unbind),
-            )
-        } else {
-            (None, None)
-        };
-        let fns = MapJobs {
-            fetch,
-            collate: collate.clone().unbind(),
-            native,
-            collate_record,
-            getitem,
-            fetch_record,
-            items_in_parallel: this.items_in_parallel,
-        };
-        MapStream::new(
-            slf.clone().into_any().unbind(),
-            this.workers.clone(),
-            jobs,
-            fns,
-            window,
-            in_order,
-            timeout,
-            on_timeout,
-        )
+        let work = contract::MapWork::read(work)?;
+        let stream = contract::StreamSpec::read(stream)?;
+        let fns = MapJobs::new(&work, &this.native, this.items_in_parallel)?;
+        let pool = slf.clone().into_any().unbind();
+        MapStream::new(pool, this.workers.clone(), &work.jobs, fns, stream)
     }
 
-    #[pyo3(signature = (open_stream, num_streams, *, window, in_order, timeout, on_timeout))]
-    #[allow(clippy::too_many_arguments)]
+    /// The batches of `work`'s streams (an `IterWork`), as `stream` says.
     fn stream_batches(
-        slf: &Bound<'_, Self>,
-        open_stream: Py<PyAny>,
-        num_streams: usize,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
+        &self,
+        work: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
     ) -> PyResult<IterStream> {
-        IterStream::new(
-            &slf.get().workers,
-            open_stream,
-            num_streams,
-            window,
-            in_order,
-            timeout,
-            on_timeout,
-        )
+        let work = contract::IterWork::read(work)?;
+        let stream = contract::StreamSpec::read(stream)?;
+        IterStream::new(&self.workers, work, stream)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

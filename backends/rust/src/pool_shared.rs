@@ -54,6 +54,7 @@ pub fn panic_error(panic: &(dyn std::any::Any + Send)) -> PyErr {
     ))
 }
 
+/// What a consumer gets when the pool, not its own stream, was closed under it.
 pub fn pool_closed_error() -> PyErr {
     PyRuntimeError::new_err("the worker pool was closed while this epoch was running")
 }
@@ -130,6 +131,8 @@ impl PoolShared {
         )))
     }
 
+    /// Close `epoch` with the pool (weakly held: a dropped stream is forgotten);
+    /// refused on a closed or inherited pool, whose epoch would wait for ever.
     pub fn track(&self, epoch: Weak<dyn Epoch>) -> PyResult<()> {
         self.check_process()?;
         if self.is_closed() {
@@ -230,6 +233,8 @@ pub struct Workers {
 }
 
 impl Workers {
+    /// Queue `job` on the rayon pool; refused once the pool is closed, when its
+    /// threads are gone or going.
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> PyResult<()> {
         match lock(&self.threads).as_ref() {
             Some(threads) if !self.shared.is_closed() => {
@@ -244,6 +249,7 @@ impl Workers {
 /// Every pool not yet closed, for the interpreter's exit hook.
 static LIVE_POOLS: Mutex<Vec<Weak<PoolShared>>> = Mutex::new(Vec::new());
 
+/// Let the exit hook close `pool`; it is held weakly, so registering keeps nothing alive.
 pub fn register_live(pool: &Arc<PoolShared>) {
     let mut pools = lock(&LIVE_POOLS);
     pools.retain(|p| p.strong_count() > 0);

@@ -4,7 +4,6 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::attach;
@@ -38,14 +37,10 @@ pub fn wait_out_interpreter_exit(py: Python<'_>) {
     }
 }
 
-pub fn timeout_of(seconds: Option<f64>) -> PyResult<Option<Duration>> {
-    match seconds {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => Err(PyValueError::new_err(format!(
-            "timeout must be a positive number of seconds or None, got {s}"
-        ))),
-    }
+/// When a wait of `timeout` that starts now gives up; `None` (never) also for
+/// a timeout so long that the instant cannot be represented.
+pub fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
 }
 
 /// The consumer's wait: detached, in slices, checking signals in between.
