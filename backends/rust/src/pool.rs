@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyResourceWarning, PyRuntimeError};
+use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -161,6 +161,15 @@ impl Pool {
             name,
             items_in_parallel,
         } = contract::PoolSpec::read(spec)?;
+        // rayon quietly runs fewer; every thread_init must run before this returns.
+        if num_threads > rayon::max_num_threads() {
+            return Err(PyValueError::new_err(format!(
+                "PoolSpec.num_threads={num_threads} is more than rayon runs in one pool ({})",
+                rayon::max_num_threads()
+            )));
+        }
+        // std refuses (panics on) a thread name with a NUL byte.
+        let name = name.replace('\0', "");
         let native = Arc::new(NativeCollate::new(py)?);
         let shared = Arc::new(PoolShared::new(num_threads));
         let thread_init = Arc::new(thread_init);

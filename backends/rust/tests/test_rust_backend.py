@@ -334,6 +334,7 @@ def _stream(**fields):
         ({"num_threads": True}, ValueError, r"PoolSpec.num_threads must be an int >= 1"),
         ({"num_threads": 2.0}, ValueError, r"PoolSpec.num_threads must be an int >= 1"),
         ({"num_threads": 2**70}, ValueError, r"more than this backend can hold"),
+        ({"num_threads": 10**6}, ValueError, r"more than rayon runs in one pool"),
         ({"items_in_parallel": -1}, ValueError, r"PoolSpec.items_in_parallel must be"),
         ({"name": None}, TypeError, r"PoolSpec.name must be a str"),
         ({"thread_init": None}, TypeError, r"'NoneType' object is not callable"),
@@ -349,6 +350,11 @@ def test_a_pool_spec_missing_a_field_is_named():
     del spec.thread_init
     with pytest.raises(TypeError, match=r"expected a dataloader_api.contract.PoolSpec, got a "):
         dataloader_rust.Pool(spec)
+
+
+def test_a_thread_name_with_a_nul_byte_is_accepted():
+    pool = dataloader_rust.Pool(_pool_spec(name="a\0b"))
+    pool.close()
 
 
 @pytest.mark.parametrize(
