@@ -1,5 +1,6 @@
 //! The `rust` backend of dataloader-api: see `dataloader_api.contract` for the
-//! duties and `backends/rust/README.md` for how they are kept.
+//! duties and `backends/rust/README.md` for how they are kept and which file
+//! holds what (its room map draws the module graph, which has no cycle).
 
 mod attach;
 mod collate;
