@@ -43,10 +43,4 @@ class RustBackend:
     supports_items_in_parallel = True
 
     def create_pool(self, spec: PoolSpec) -> Pool:
-        return Pool(
-            spec.num_threads,
-            spec.thread_init,
-            spec.name,
-            getattr(spec, "items_in_parallel", 1),
-            _attach_once(),
-        )
+        return Pool(spec, attach_once=_attach_once())

@@ -1,42 +1,21 @@
-from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from dataloader_api.contract import BatchJob
+from dataloader_api.contract import IterWork, MapWork, PoolSpec, StreamSpec
 
 class Pool:
-    num_threads: int
-    items_in_parallel: int
-    attach_once: bool
-    closed: bool
-    def __init__(
-        self,
-        num_threads: int,
-        thread_init: Callable[[int], None],
-        name: str = "dataloader",
-        items_in_parallel: int = 1,
-        attach_once: bool = True,
-    ) -> None: ...
-    def map_batches(
-        self,
-        jobs: Iterable[BatchJob],
-        fetch: Callable[[Any], Any],
-        collate: Callable[[Any], Any],
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> MapStream: ...
-    def stream_batches(
-        self,
-        open_stream: Callable[[int], Iterator[Any]],
-        num_streams: int,
-        *,
-        window: int,
-        in_order: bool,
-        timeout: float | None,
-        on_timeout: Callable[[int], BaseException],
-    ) -> IterStream: ...
+    """``spec.num_threads`` rayon threads, each attached to the interpreter once."""
+
+    @property
+    def num_threads(self) -> int: ...
+    @property
+    def items_in_parallel(self) -> int: ...
+    @property
+    def attach_once(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def __init__(self, spec: PoolSpec, *, attach_once: bool = True) -> None: ...
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream: ...
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> IterStream: ...
     def close(self) -> None: ...
 
 class MapStream:

@@ -12,6 +12,9 @@ use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use crate::attach;
 
 pub struct NativeCollate {
+    /// The Python function, untimed, for what is not collated natively: the
+    /// epoch's own `collate` may be the loader's timing wrapper around it, and
+    /// the native path reports its whole time (fallbacks included) itself.
     default_collate: Py<PyAny>,
     ndarray: Py<PyType>,
     empty: Py<PyAny>,
@@ -76,11 +79,6 @@ impl NativeCollate {
             ndarray: numpy.getattr("ndarray")?.cast_into::<PyType>()?.unbind(),
             empty: numpy.getattr("empty")?.unbind(),
         })
-    }
-
-    /// Whether `collate` is the library's default collate function.
-    pub fn replaces(&self, collate: &Bound<'_, PyAny>) -> bool {
-        collate.is(self.default_collate.bind(collate.py()))
     }
 
     pub fn collate<'py>(&self, batch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {

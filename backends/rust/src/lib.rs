@@ -1,10 +1,16 @@
 //! The `rust` backend of dataloader-api: see `dataloader_api.contract` for the
-//! duties and `backends/rust/README.md` for how they are kept.
+//! duties and `backends/rust/README.md` for how they are kept and which file
+//! holds what (its room map draws the module graph, which has no cycle).
 
 mod attach;
 mod collate;
+mod contract;
+mod iter_stream;
+mod map_job;
+mod map_stream;
 mod pool;
-mod streams;
+mod pool_shared;
+mod wait;
 
 use pyo3::prelude::*;
 
@@ -13,8 +19,8 @@ use pyo3::prelude::*;
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<pool::Pool>()?;
-    module.add_class::<streams::MapStream>()?;
-    module.add_class::<streams::IterStream>()?;
-    module.add_function(wrap_pyfunction!(pool::mark_exiting, module)?)?;
+    module.add_class::<map_stream::MapStream>()?;
+    module.add_class::<iter_stream::IterStream>()?;
+    module.add_function(wrap_pyfunction!(pool_shared::mark_exiting, module)?)?;
     Ok(())
 }

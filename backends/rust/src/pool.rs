@@ -2,9 +2,8 @@
 //! interpreter once, when they start, and run rayon's loop detached.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -12,154 +11,17 @@ use pyo3::types::PyTuple;
 
 use crate::attach;
 use crate::collate::NativeCollate;
-use crate::streams::{IterStream, MapJobs, MapStream};
+use crate::contract;
+use crate::iter_stream::IterStream;
+use crate::map_job::MapJobs;
+use crate::map_stream::MapStream;
+use crate::pool_shared::{lock, panic_error, register_live, PoolShared, Threads, Workers};
 
 /// How long `close()` waits for threads busy in user code.
 const CLOSE_JOIN: Duration = Duration::from_secs(2);
 /// Free-threaded builds: how often idle workers run a little Python (see `idle_ticker`).
 #[cfg(Py_GIL_DISABLED)]
 const IDLE_TICK: Duration = Duration::from_millis(200);
-
-/// A lock that a panic elsewhere does not make unusable: the data it guards
-/// is plain bookkeeping, consistent between statements.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The text of a caught Rust panic, for the RuntimeError that replaces it.
-pub fn panic_error(panic: &(dyn std::any::Any + Send)) -> PyErr {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned());
-    PyRuntimeError::new_err(format!(
-        "dataloader_rust internal error (Rust panic): {text}"
-    ))
-}
-
-/// An epoch a pool closes when it is closed itself.
-pub trait Epoch: Send + Sync {
-    /// Stop starting its jobs and drop its buffered batches; called attached.
-    fn close(&self);
-}
-
-struct InitState {
-    pending: usize,
-    error: Option<PyErr>,
-}
-
-/// What the pool threads share; nothing in it refers to a user-facing object.
-pub struct PoolShared {
-    closed: AtomicBool,
-    /// The process whose threads these are: a forked child inherits none of them.
-    pid: u32,
-    epochs: Mutex<Vec<Weak<dyn Epoch>>>,
-    live_threads: Mutex<usize>,
-    threads_changed: Condvar,
-    init: Mutex<InitState>,
-    init_changed: Condvar,
-}
-
-type Threads = Arc<Mutex<Option<rayon::ThreadPool>>>;
-
-impl PoolShared {
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
-    }
-
-    /// Inherited through `fork()`: this process has none of the pool's threads.
-    pub fn inherited(&self) -> bool {
-        std::process::id() != self.pid
-    }
-
-    /// The error for using an inherited pool, which would wait forever.
-    pub fn check_process(&self) -> PyResult<()> {
-        if !self.inherited() {
-            return Ok(());
-        }
-        Err(PyRuntimeError::new_err(format!(
-            "this worker pool's threads belong to process {}, and a forked child has none: \
-             create the DataLoader in the process that iterates it, or use \
-             persistent_workers=False so that each epoch starts its own threads",
-            self.pid
-        )))
-    }
-
-    pub fn track(&self, epoch: Weak<dyn Epoch>) -> PyResult<()> {
-        self.check_process()?;
-        if self.is_closed() {
-            return Err(PyRuntimeError::new_err("this worker pool is closed"));
-        }
-        let mut epochs = lock(&self.epochs);
-        epochs.retain(|e| e.strong_count() > 0);
-        epochs.push(epoch);
-        Ok(())
-    }
-
-    /// Mark closed and close its epochs; true if it was open.
-    fn close_epochs(&self) -> bool {
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return false;
-        }
-        // Wake the idle ticker, which waits on this condition variable.
-        self.threads_changed.notify_all();
-        let epochs = std::mem::take(&mut *lock(&self.epochs));
-        for epoch in epochs.iter().filter_map(Weak::upgrade) {
-            epoch.close();
-        }
-        true
-    }
-
-    fn init_finished(&self, error: Option<PyErr>) {
-        let mut init = lock(&self.init);
-        init.pending = init.pending.saturating_sub(1);
-        if init.error.is_none() {
-            init.error = error;
-        }
-        self.init_changed.notify_all();
-    }
-
-    fn thread_exited(&self) {
-        let mut live = lock(&self.live_threads);
-        *live = live.saturating_sub(1);
-        self.threads_changed.notify_all();
-    }
-
-    /// Wait until every thread ended or `limit` passed; the number still alive.
-    fn wait_threads(&self, limit: Duration) -> usize {
-        let deadline = Instant::now() + limit;
-        let mut live = lock(&self.live_threads);
-        while *live > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            live = self
-                .threads_changed
-                .wait_timeout(live, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        *live
-    }
-}
-
-/// Every pool not yet closed, for the interpreter's exit hook.
-static LIVE_POOLS: Mutex<Vec<Weak<PoolShared>>> = Mutex::new(Vec::new());
-
-/// The exit hook: no pool thread attaches from now on, every pool is closed,
-/// nothing waits for a thread.
-#[pyfunction]
-pub fn mark_exiting() {
-    attach::mark_exiting();
-    let pools = std::mem::take(&mut *lock(&LIVE_POOLS));
-    for pool in pools.iter().filter_map(Weak::upgrade) {
-        if !pool.inherited() {
-            pool.close_epochs();
-        }
-    }
-}
 
 fn worker_main(
     thread: rayon::ThreadBuilder,
@@ -198,24 +60,18 @@ fn worker_main(
 /// `IDLE_TICK` each worker briefly runs a Python no-op.
 #[cfg(Py_GIL_DISABLED)]
 fn idle_ticker(shared: Arc<PoolShared>, threads: Threads, tick: Arc<Py<PyAny>>) {
+    use std::sync::atomic::Ordering::SeqCst;
     let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
-        {
-            let live = lock(&shared.live_threads);
-            let (live, _) = shared
-                .threads_changed
-                .wait_timeout(live, IDLE_TICK)
-                .unwrap_or_else(PoisonError::into_inner);
-            drop(live);
-        }
+        shared.idle_wait(IDLE_TICK);
         if shared.is_closed() || attach::exiting() {
             break;
         }
-        if pending.load(Ordering::SeqCst) > 0 {
+        if pending.load(SeqCst) > 0 {
             continue; // the last tick has not run everywhere yet: workers are busy anyway
         }
         if let Some(pool) = lock(&threads).as_ref() {
-            pending.fetch_add(pool.current_num_threads(), Ordering::SeqCst);
+            pending.fetch_add(pool.current_num_threads(), SeqCst);
             let (tick, pending) = (Arc::clone(&tick), Arc::clone(&pending));
             pool.spawn_broadcast(move |_| {
                 attach::with_python(|py| {
@@ -223,7 +79,7 @@ fn idle_ticker(shared: Arc<PoolShared>, threads: Threads, tick: Arc<Py<PyAny>>) 
                         let _ = attach::call(py, tick.bind(py), args.as_any());
                     }
                 });
-                pending.fetch_sub(1, Ordering::SeqCst);
+                pending.fetch_sub(1, SeqCst);
             });
         }
     }
@@ -238,57 +94,31 @@ fn idle_ticker(shared: Arc<PoolShared>, threads: Threads, tick: Arc<Py<PyAny>>) 
 /// ``num_threads`` rayon threads, each attached to the interpreter once.
 #[pyclass(frozen, module = "dataloader_rust._native")]
 pub struct Pool {
-    shared: Arc<PoolShared>,
-    threads: Threads,
-    #[pyo3(get)]
-    num_threads: usize,
+    workers: Workers,
     #[pyo3(get)]
     items_in_parallel: usize,
-    #[pyo3(get)]
-    attach_once: bool,
     native: Arc<NativeCollate>,
 }
 
 impl Pool {
-    pub fn shared(&self) -> &Arc<PoolShared> {
-        &self.shared
-    }
-
-    pub fn num_threads(&self) -> usize {
-        self.num_threads
-    }
-
-    pub fn attach_once(&self) -> bool {
-        self.attach_once
-    }
-
-    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> PyResult<()> {
-        match lock(&self.threads).as_ref() {
-            Some(threads) if !self.shared.is_closed() => {
-                threads.spawn(job);
-                Ok(())
-            }
-            _ => Err(PyRuntimeError::new_err(
-                "the worker pool was closed while this epoch was running",
-            )),
-        }
-    }
-
     fn close_inner(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
-        if self.shared.inherited() {
+        let Workers {
+            shared, threads, ..
+        } = &self.workers;
+        if shared.inherited() {
             // A forked child: no thread to stop or wait for, and a lock of the pool
             // may have been held by a parent thread at the fork. Touch nothing.
-            if !self.shared.closed.swap(true, Ordering::SeqCst) {
-                if let Ok(mut threads) = self.threads.try_lock() {
+            if shared.mark_closed() {
+                if let Ok(mut threads) = threads.try_lock() {
                     std::mem::forget(threads.take());
                 }
             }
             return Ok(());
         }
-        if !self.shared.close_epochs() {
+        if !shared.close_epochs() {
             return Ok(());
         }
-        let threads = lock(&self.threads).take();
+        let threads = lock(threads).take();
         if attach::exiting() {
             // Dropping would wake every thread; at exit none may run again.
             std::mem::forget(threads);
@@ -299,7 +129,7 @@ impl Pool {
         if !wait {
             return Ok(());
         }
-        let shared = Arc::clone(&self.shared);
+        let shared = Arc::clone(shared);
         let busy = attach::detached(py, move || shared.wait_threads(CLOSE_JOIN));
         if busy > 0 {
             let message = format!(
@@ -320,39 +150,28 @@ impl Pool {
 
 #[pymethods]
 impl Pool {
+    /// A pool as `spec` (a `PoolSpec`) says; `attach_once=False` only to measure
+    /// what attaching once buys (`DATALOADER_RUST_ATTACH=per-task`).
     #[new]
-    #[pyo3(signature = (num_threads, thread_init, name = "dataloader", items_in_parallel = 1, attach_once = true))]
-    fn new(
-        py: Python<'_>,
-        num_threads: usize,
-        thread_init: Py<PyAny>,
-        name: &str,
-        items_in_parallel: usize,
-        attach_once: bool,
-    ) -> PyResult<Self> {
-        if num_threads < 1 {
+    #[pyo3(signature = (spec, *, attach_once = true))]
+    fn new(py: Python<'_>, spec: &Bound<'_, PyAny>, attach_once: bool) -> PyResult<Self> {
+        let contract::PoolSpec {
+            num_threads,
+            thread_init,
+            name,
+            items_in_parallel,
+        } = contract::PoolSpec::read(spec)?;
+        // rayon quietly runs fewer; every thread_init must run before this returns.
+        if num_threads > rayon::max_num_threads() {
             return Err(PyValueError::new_err(format!(
-                "num_threads must be at least 1, got {num_threads}"
+                "PoolSpec.num_threads={num_threads} is more than rayon runs in one pool ({})",
+                rayon::max_num_threads()
             )));
         }
-        if items_in_parallel < 1 {
-            return Err(PyValueError::new_err(format!(
-                "items_in_parallel must be at least 1, got {items_in_parallel}"
-            )));
-        }
+        // std refuses (panics on) a thread name with a NUL byte.
+        let name = name.replace('\0', "");
         let native = Arc::new(NativeCollate::new(py)?);
-        let shared = Arc::new(PoolShared {
-            closed: AtomicBool::new(false),
-            pid: std::process::id(),
-            epochs: Mutex::new(Vec::new()),
-            live_threads: Mutex::new(0),
-            threads_changed: Condvar::new(),
-            init: Mutex::new(InitState {
-                pending: num_threads,
-                error: None,
-            }),
-            init_changed: Condvar::new(),
-        });
+        let shared = Arc::new(PoolShared::new(num_threads));
         let thread_init = Arc::new(thread_init);
         let spawn_shared = Arc::clone(&shared);
         let prefix = format!("{name}-rust");
@@ -361,7 +180,7 @@ impl Pool {
             .spawn_handler(move |thread| {
                 let shared = Arc::clone(&spawn_shared);
                 let init = Arc::clone(&thread_init);
-                *lock(&shared.live_threads) += 1;
+                shared.thread_started();
                 let spawned = std::thread::Builder::new()
                     .name(format!("{prefix}-{}", thread.index()))
                     .spawn(move || worker_main(thread, shared, init, attach_once));
@@ -374,7 +193,7 @@ impl Pool {
         let threads = match built {
             Ok(threads) => threads,
             Err(error) => {
-                shared.closed.store(true, Ordering::SeqCst);
+                shared.mark_closed();
                 return Err(PyRuntimeError::new_err(format!(
                     "could not start {num_threads} worker threads: {error}"
                 )));
@@ -385,7 +204,7 @@ impl Pool {
         {
             let tick = py.eval(c"lambda: None", None, None)?.unbind();
             let (ticker_shared, ticker_threads) = (Arc::clone(&shared), Arc::clone(&threads));
-            *lock(&shared.live_threads) += 1;
+            shared.thread_started();
             let started = std::thread::Builder::new()
                 .name(format!("{name}-rust-idle"))
                 .spawn(move || idle_ticker(ticker_shared, ticker_threads, Arc::new(tick)));
@@ -394,27 +213,18 @@ impl Pool {
             }
         }
         let pool = Pool {
-            shared: Arc::clone(&shared),
-            threads,
-            num_threads,
+            workers: Workers {
+                shared: Arc::clone(&shared),
+                threads,
+                num_threads,
+                attach_once,
+            },
             items_in_parallel,
-            attach_once,
             native,
         };
-        lock(&LIVE_POOLS).retain(|p| p.strong_count() > 0);
-        lock(&LIVE_POOLS).push(Arc::downgrade(&shared));
+        register_live(&shared);
         // Wait for every thread's thread_init, detached: they need the interpreter.
-        let waited = Arc::clone(&shared);
-        let error = attach::detached(py, move || {
-            let mut init = lock(&waited.init);
-            while init.pending > 0 {
-                init = waited
-                    .init_changed
-                    .wait(init)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            init.error.take()
-        });
+        let error = attach::detached(py, move || shared.wait_init());
         if let Some(error) = error {
             pool.close_inner(py, true)?;
             return Err(error);
@@ -423,85 +233,43 @@ impl Pool {
     }
 
     #[getter]
-    fn closed(&self) -> bool {
-        self.shared.is_closed()
+    fn num_threads(&self) -> usize {
+        self.workers.num_threads
     }
 
-    #[pyo3(signature = (jobs, fetch, collate, *, window, in_order, timeout, on_timeout))]
-    #[allow(clippy::too_many_arguments)]
+    #[getter]
+    fn attach_once(&self) -> bool {
+        self.workers.attach_once
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.workers.shared.is_closed()
+    }
+
+    /// The batches of `work` (a `MapWork`), as `stream` (a `StreamSpec`) says.
     fn map_batches(
         slf: &Bound<'_, Self>,
-        jobs: &Bound<'_, PyAny>,
-        fetch: Py<PyAny>,
-        collate: &Bound<'_, PyAny>,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
+        work: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
     ) -> PyResult<MapStream> {
-        let py = slf.py();
         let this = slf.get();
-        // The loader times collate with a wrapper: look through it, and report
-        // the native collation's time to it (dataloader_api.stats).
-        let wrapped = collate.getattr_opt("__wrapped__")?;
-        let user_collate = wrapped.as_ref().unwrap_or(collate);
-        let native = this
-            .native
-            .replaces(user_collate)
-            .then(|| Arc::clone(&this.native));
-        let collate_record = match (&native, &wrapped) {
-            (Some(_), Some(_)) => collate.getattr_opt("record")?.map(Bound::unbind),
-            _ => None,
-        };
-        let (getitem, fetch_record) = if this.items_in_parallel > 1 {
-            let fetch = fetch.bind(py);
-            (
-                fetch.getattr_opt("getitem")?.map(Bound::unbind),
-                fetch.getattr_opt("record")?.map(Bound::unbind),
-            )
-        } else {
-            (None, None)
-        };
-        let fns = MapJobs {
-            fetch,
-            collate: collate.clone().unbind(),
-            native,
-            collate_record,
-            getitem,
-            fetch_record,
-            items_in_parallel: this.items_in_parallel,
-        };
-        MapStream::new(
-            slf.clone().unbind(),
-            jobs,
-            fns,
-            window,
-            in_order,
-            timeout,
-            on_timeout,
-        )
+        let work = contract::MapWork::read(work)?;
+        let stream = contract::StreamSpec::read(stream)?;
+        let fns = MapJobs::new(&work, &this.native, this.items_in_parallel)?;
+        let pool = slf.clone().into_any().unbind();
+        MapStream::new(pool, this.workers.clone(), &work.jobs, fns, stream)
     }
 
-    #[pyo3(signature = (open_stream, num_streams, *, window, in_order, timeout, on_timeout))]
-    #[allow(clippy::too_many_arguments)]
+    /// The batches of `work`'s streams (an `IterWork`), as `stream` says.
     fn stream_batches(
-        slf: &Bound<'_, Self>,
-        open_stream: Py<PyAny>,
-        num_streams: usize,
-        window: usize,
-        in_order: bool,
-        timeout: Option<f64>,
-        on_timeout: Py<PyAny>,
+        &self,
+        work: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
     ) -> PyResult<IterStream> {
-        IterStream::new(
-            slf.get(),
-            open_stream,
-            num_streams,
-            window,
-            in_order,
-            timeout,
-            on_timeout,
-        )
+        let work = contract::IterWork::read(work)?;
+        let stream = contract::StreamSpec::read(stream)?;
+        IterStream::new(&self.workers, work, stream)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -1,5 +1,6 @@
 """What the Rust backend adds beyond the contract: native collation identical
-to ``default_collate``, items of one batch fetched in parallel, and its pool."""
+to ``default_collate``, items of one batch fetched in parallel with their time
+reported, its pool, and how it reads the contract's values."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import collections
 import sys
 import sysconfig
 import threading
+from types import SimpleNamespace
 
 import dataloader_rust
 import numpy as np
@@ -17,7 +19,9 @@ from hypothesis.extra import numpy as hnp
 
 from dataloader_api import DataLoader
 from dataloader_api.collate import default_collate
-from dataloader_api.contract import BatchJob
+from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
+
+STREAM = StreamSpec(1, on_timeout=lambda position: TimeoutError(position))
 
 
 class Items:
@@ -33,28 +37,38 @@ class Items:
         return self.samples[index]
 
 
-def one_batch(samples):
-    """The batch the Rust pool builds for ``samples`` with the default collate."""
+def one_batch(samples, collate=default_collate, collate_is_default=True, stats=None):
+    """The batch the Rust pool builds for ``samples`` (the default collate: natively)."""
     pool = dataloader_rust.RustBackend().create_pool(_spec(1))
     try:
-        stream = pool.map_batches(
+        work = MapWork(
             [BatchJob(0, list(range(len(samples))))],
             lambda indices: [samples[i] for i in indices],
-            default_collate,
-            window=1,
-            in_order=True,
-            timeout=None,
-            on_timeout=lambda position: TimeoutError(position),
+            collate,
+            collate_is_default=collate_is_default,
+            stats=stats,
         )
-        return next(stream)
+        return next(pool.map_batches(work, STREAM))
     finally:
         pool.close()
 
 
 def _spec(threads, items_in_parallel=1):
-    from dataloader_api.contract import PoolSpec
-
     return PoolSpec(threads, lambda worker_id: None, "test", items_in_parallel)
+
+
+class Sink:
+    """A ``StatsSink`` that keeps what it is told."""
+
+    def __init__(self):
+        self.fetches = []
+        self.collates = []
+
+    def record_fetch(self, seconds, items):
+        self.fetches.append((seconds, items))
+
+    def record_collate(self, seconds):
+        self.collates.append(seconds)
 
 
 def assert_same(native, python):
@@ -137,6 +151,37 @@ def test_native_path_does_not_call_numpy_stack(monkeypatch):
     assert calls == [1]
 
 
+def test_only_collate_is_default_turns_native_collation_on(monkeypatch):
+    calls = []
+    real_stack = np.stack
+    monkeypatch.setattr(np, "stack", lambda *a, **k: calls.append(1) or real_stack(*a, **k))
+    samples = [np.ones((2, 2), np.float32) * i for i in range(4)]
+    # default_collate itself, but not declared so: called as the user's function.
+    batch = one_batch(samples, collate_is_default=False)
+    assert calls == [1]
+    assert_same(batch, default_collate(samples))
+
+
+def test_native_collation_reports_to_stats_instead_of_calling_collate():
+    called = []
+
+    def timed_default_collate(batch):  # what the loader passes with stats on
+        called.append(1)
+        return default_collate(batch)
+
+    sink = Sink()
+    samples = [np.full((2, 3), i, np.int16) for i in range(3)]
+    batch = one_batch(samples, collate=timed_default_collate, stats=sink)
+    assert_same(batch, default_collate(samples))
+    assert called == []
+    assert len(sink.collates) == 1
+    assert sink.collates[0] >= 0
+    # Not collated natively: collate times itself, the sink hears nothing.
+    sink = Sink()
+    one_batch(samples, collate=timed_default_collate, collate_is_default=False, stats=sink)
+    assert (called, sink.collates) == ([1], [])
+
+
 @pytest.mark.parametrize(
     "samples",
     [
@@ -216,6 +261,39 @@ def test_items_in_parallel_keeps_index_order_and_errors():
         list(failing)
 
 
+def test_items_in_parallel_reports_fetch_time_to_stats():
+    samples = list(range(10))
+    pool = dataloader_rust.RustBackend().create_pool(_spec(2, items_in_parallel=2))
+    try:
+        sink = Sink()
+        work = MapWork(
+            [BatchJob(0, [3, 1, 4]), BatchJob(1, [5, 9])],
+            lambda indices: pytest.fail("fetch is replaced by getitem"),
+            list,
+            getitem=samples.__getitem__,
+            stats=sink,
+        )
+        assert list(pool.map_batches(work, StreamSpec(2))) == [[3, 1, 4], [5, 9]]
+        assert [items for _, items in sink.fetches] == [3, 2]
+        assert sink.collates == []  # collate (list) is the caller's, not replaced
+    finally:
+        pool.close()
+
+
+def test_getitem_is_ignored_on_a_pool_without_items_in_parallel():
+    pool = dataloader_rust.RustBackend().create_pool(_spec(2))
+    try:
+        work = MapWork(
+            [BatchJob(0, [1, 2])],
+            lambda indices: [i * 10 for i in indices],
+            list,
+            getitem=lambda index: pytest.fail("getitem needs items_in_parallel > 1"),
+        )
+        assert list(pool.map_batches(work, STREAM)) == [[10, 20]]
+    finally:
+        pool.close()
+
+
 def test_pool_reports_its_settings_and_closes_once():
     pool = dataloader_rust.RustBackend().create_pool(_spec(3, items_in_parallel=2))
     assert (pool.num_threads, pool.items_in_parallel, pool.attach_once) == (3, 2, True)
@@ -223,28 +301,160 @@ def test_pool_reports_its_settings_and_closes_once():
     pool.close()
     assert pool.closed
     with pytest.raises(RuntimeError, match="closed"):
-        pool.map_batches(
-            [], list, list, window=1, in_order=True, timeout=None, on_timeout=TimeoutError
-        )
+        pool.map_batches(MapWork([], list, list), STREAM)
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.stream_batches(IterWork(lambda i: iter([]), 1), STREAM)
 
 
-def test_bad_pool_arguments_are_value_errors():
-    with pytest.raises(ValueError, match="num_threads must be at least 1"):
-        dataloader_rust.Pool(0, lambda i: None)
-    with pytest.raises(ValueError, match="items_in_parallel must be at least 1"):
-        dataloader_rust.Pool(1, lambda i: None, "x", 0)
-    pool = dataloader_rust.Pool(1, lambda i: None)
+def test_bad_specs_are_refused_by_the_contract():
+    with pytest.raises(ValueError, match=r"PoolSpec.num_threads must be an int >= 1"):
+        PoolSpec(0, lambda i: None)
+    with pytest.raises(ValueError, match=r"StreamSpec.window must be an int >= 1"):
+        StreamSpec(0)
+    with pytest.raises(ValueError, match=r"StreamSpec.timeout must be > 0 or None"):
+        StreamSpec(1, timeout=-1.0)
+    with pytest.raises(ValueError, match=r"IterWork.num_streams must be an int >= 1"):
+        IterWork(lambda i: iter([]), 0)
+
+
+def _pool_spec(**fields):
+    values = {"num_threads": 1, "thread_init": lambda i: None, "name": "t", "items_in_parallel": 1}
+    return SimpleNamespace(**{**values, **fields})
+
+
+def _stream(**fields):
+    values = {"window": 1, "in_order": True, "timeout": None, "on_timeout": TimeoutError}
+    return SimpleNamespace(**{**values, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "match"),
+    [
+        ({"num_threads": 0}, ValueError, r"PoolSpec.num_threads must be an int >= 1, got 0"),
+        ({"num_threads": True}, ValueError, r"PoolSpec.num_threads must be an int >= 1"),
+        ({"num_threads": 2.0}, ValueError, r"PoolSpec.num_threads must be an int >= 1"),
+        ({"num_threads": 2**70}, ValueError, r"more than this backend can hold"),
+        ({"num_threads": 10**6}, ValueError, r"more than rayon runs in one pool"),
+        ({"items_in_parallel": -1}, ValueError, r"PoolSpec.items_in_parallel must be"),
+        ({"name": None}, TypeError, r"PoolSpec.name must be a str"),
+        ({"thread_init": None}, TypeError, r"'NoneType' object is not callable"),
+    ],
+)
+def test_a_hand_built_pool_spec_gets_python_errors(fields, error, match):
+    with pytest.raises(error, match=match):
+        dataloader_rust.Pool(_pool_spec(**fields))
+
+
+def test_a_pool_spec_missing_a_field_is_named():
+    spec = _pool_spec()
+    del spec.thread_init
+    with pytest.raises(TypeError, match=r"expected a dataloader_api.contract.PoolSpec, got a "):
+        dataloader_rust.Pool(spec)
+
+
+def test_a_thread_name_with_a_nul_byte_is_accepted():
+    pool = dataloader_rust.Pool(_pool_spec(name="a\0b"))
+    pool.close()
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "match"),
+    [
+        ({"window": 0}, ValueError, r"StreamSpec.window must be an int >= 1, got 0"),
+        ({"window": "2"}, ValueError, r"StreamSpec.window must be an int >= 1, got '2'"),
+        ({"timeout": -1.0}, ValueError, r"StreamSpec.timeout must be > 0 or None, got -1.0"),
+        ({"timeout": float("nan")}, ValueError, r"StreamSpec.timeout must be > 0 or None"),
+        ({"timeout": "soon"}, TypeError, r"StreamSpec.timeout must be a number of seconds"),
+    ],
+)
+def test_a_hand_built_stream_spec_gets_python_errors(fields, error, match):
+    pool = dataloader_rust.RustBackend().create_pool(_spec(1))
     try:
-        with pytest.raises(ValueError, match="window must be at least 1"):
-            pool.map_batches(
-                [], list, list, window=0, in_order=True, timeout=None, on_timeout=TimeoutError
-            )
-        with pytest.raises(ValueError, match="timeout must be a positive number"):
-            pool.map_batches(
-                [], list, list, window=1, in_order=True, timeout=-1.0, on_timeout=TimeoutError
-            )
+        with pytest.raises(error, match=match):
+            pool.map_batches(MapWork([], list, list), _stream(**fields))
+        with pytest.raises(error, match=match):
+            pool.stream_batches(IterWork(lambda i: iter([]), 1), _stream(**fields))
     finally:
         pool.close()
+
+
+def test_hand_built_work_gets_python_errors():
+    pool = dataloader_rust.RustBackend().create_pool(_spec(1, items_in_parallel=2))
+    try:
+        work = SimpleNamespace(
+            jobs=[], fetch=list, collate=list, collate_is_default=1, getitem=None, stats=None
+        )
+        with pytest.raises(TypeError, match=r"MapWork.collate_is_default must be a bool, got 1"):
+            pool.map_batches(work, STREAM)
+        work = MapWork([], list, default_collate, collate_is_default=True, stats=object())
+        with pytest.raises(TypeError, match=r"StatsSink, .* type object without .record_collate"):
+            pool.map_batches(work, STREAM)
+        work = MapWork([], list, list, getitem=print, stats=SimpleNamespace())
+        with pytest.raises(TypeError, match=r"StatsSink, .* SimpleNamespace without .record_fetch"):
+            pool.map_batches(work, STREAM)
+        with pytest.raises(TypeError, match=r"expected a dataloader_api.contract.MapWork"):
+            pool.map_batches(IterWork(lambda i: iter([]), 1), STREAM)
+        with pytest.raises(TypeError, match="'int' object is not iterable"):
+            pool.map_batches(MapWork(3, list, list), STREAM)
+        streams = SimpleNamespace(open_stream=lambda i: iter([]), num_streams=2**62)
+        with pytest.raises(MemoryError, match="cannot allocate buffers for"):
+            pool.stream_batches(streams, STREAM)
+        streams.num_streams = 0
+        with pytest.raises(ValueError, match=r"IterWork.num_streams must be an int >= 1, got 0"):
+            pool.stream_batches(streams, STREAM)
+    finally:
+        pool.close()
+
+
+def test_a_timeout_too_long_for_rust_means_no_timeout():
+    pool = dataloader_rust.RustBackend().create_pool(_spec(1))
+    try:
+        for timeout in (1e300, float("inf")):
+            spec = _stream(timeout=timeout)
+            work = MapWork([BatchJob(0, [1]), BatchJob(1, [2])], list, list)
+            assert list(pool.map_batches(work, spec)) == [[1], [2]]
+            streams = IterWork(lambda i: iter([[i]]), 1)
+            assert list(pool.stream_batches(streams, spec)) == [[0]]
+    finally:
+        pool.close()
+
+
+ANYTHING = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70),
+    st.sampled_from([2**62, 2**64, 2**70, -(2**70)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3),
+    st.sampled_from([object(), len, [], [BatchJob(0, [1])], SimpleNamespace()]),
+)
+FIELDS = {
+    "map": ["jobs", "fetch", "collate", "collate_is_default", "getitem", "stats"],
+    "iter": ["open_stream", "num_streams"],
+    "stream": ["window", "in_order", "timeout", "on_timeout"],
+}
+
+
+@pytest.fixture(scope="module")
+def fuzz_pool():
+    pool = dataloader_rust.RustBackend().create_pool(_spec(2, items_in_parallel=2))
+    yield pool
+    pool.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["map", "iter"]), data=st.data())
+def test_no_value_makes_rust_panic(fuzz_pool, kind, data):
+    """Whatever the fields hold, starting an epoch returns a stream or raises an
+    ordinary Exception; a Rust panic would surface as PanicException, a BaseException."""
+    work = SimpleNamespace(**{name: data.draw(ANYTHING, name) for name in FIELDS[kind]})
+    stream = SimpleNamespace(**{name: data.draw(ANYTHING, name) for name in FIELDS["stream"]})
+    start = fuzz_pool.map_batches if kind == "map" else fuzz_pool.stream_batches
+    try:
+        batches = start(work, stream)
+    except Exception:
+        return
+    batches.close()
 
 
 def test_unknown_attach_mode_is_named(monkeypatch):

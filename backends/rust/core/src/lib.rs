@@ -2,8 +2,8 @@
 //! window with its reorder buffer (map-style epochs) and the per-stream
 //! buffers with round-robin delivery (iterable epochs).
 
-mod streams;
+mod stream_buffers;
 mod window;
 
-pub use streams::{StreamBuffers, Take};
+pub use stream_buffers::{StreamBuffers, Take};
 pub use window::Window;

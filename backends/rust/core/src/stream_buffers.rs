@@ -29,17 +29,30 @@ pub struct StreamBuffers<T> {
 
 impl<T> StreamBuffers<T> {
     /// `window` batches shared by `streams` streams: `max(1, window / streams)` each.
+    ///
+    /// `None` when `streams` or `window` is 0, or when the per-stream
+    /// bookkeeping cannot be allocated: `streams` comes from the caller, and an
+    /// infallible allocation of an absurd count aborts the process.
     pub fn new(streams: usize, window: usize, in_order: bool) -> Option<Self> {
         if streams == 0 || window == 0 {
             return None;
         }
+        let mut buffers = Vec::new();
+        let mut exhausted = Vec::new();
+        let mut active = Vec::new();
+        buffers.try_reserve_exact(streams).ok()?;
+        exhausted.try_reserve_exact(streams).ok()?;
+        active.try_reserve_exact(streams).ok()?;
+        buffers.extend((0..streams).map(|_| VecDeque::new()));
+        exhausted.resize(streams, false);
+        active.extend(0..streams);
         Some(StreamBuffers {
             cap: (window / streams).max(1),
             in_order,
-            buffers: (0..streams).map(|_| VecDeque::new()).collect(),
-            exhausted: vec![false; streams],
+            buffers,
+            exhausted,
             completion: VecDeque::new(),
-            active: (0..streams).collect(),
+            active,
             turn: 0,
             changes: 0,
         })
@@ -137,6 +150,11 @@ mod tests {
         assert_eq!(StreamBuffers::<u8>::new(2, 5, true).unwrap().cap(), 2);
         assert_eq!(StreamBuffers::<u8>::new(4, 2, true).unwrap().cap(), 1);
         assert!(StreamBuffers::<u8>::new(0, 2, true).is_none());
+    }
+
+    #[test]
+    fn a_stream_count_that_cannot_be_allocated_is_refused() {
+        assert!(StreamBuffers::<u8>::new(usize::MAX / 2, 2, true).is_none());
     }
 
     #[test]
