@@ -7,33 +7,21 @@ that thread state for its whole life; running a job re-activates it. See
 
 from __future__ import annotations
 
-import atexit
-import os
-import threading
-
 from dataloader_api.contract import PoolSpec
+from dataloader_api.kit import attach_once, on_exit
 
 from ._native import IterStream, MapStream, Pool, mark_exiting
 
 __all__ = ["IterStream", "MapStream", "Pool", "RustBackend"]
 
-# threading's exit hooks run before the interpreter starts finalizing, while
-# pool threads may still attach safely; from then on none of them does.
-getattr(threading, "_register_atexit", atexit.register)(mark_exiting)
+# The kit's exit hook runs before the interpreter starts finalizing, while pool
+# threads may still attach safely; from then on none of them does, and every
+# live pool is closed natively without waiting.
+on_exit(mark_exiting)
 
 # For the attach-once benchmark and the test that proves attach-once matters:
 # with "per-task", each job gets a new thread state and deletes it afterwards.
 _ATTACH_MODE_VARIABLE = "DATALOADER_RUST_ATTACH"
-_ATTACH_MODES = ("once", "per-task")
-
-
-def _attach_once() -> bool:
-    mode = os.environ.get(_ATTACH_MODE_VARIABLE, "once")
-    if mode not in _ATTACH_MODES:
-        raise ValueError(
-            f"{_ATTACH_MODE_VARIABLE}={mode!r} is not one of {', '.join(_ATTACH_MODES)}"
-        )
-    return mode == "once"
 
 
 class RustBackend:
@@ -43,4 +31,4 @@ class RustBackend:
     supports_items_in_parallel = True
 
     def create_pool(self, spec: PoolSpec) -> Pool:
-        return Pool(spec, attach_once=_attach_once())
+        return Pool(spec, attach_once=attach_once(_ATTACH_MODE_VARIABLE))

@@ -1,4 +1,4 @@
-//! `dataloader_api.collate.default_collate`, natively where the result is
+//! `dataloader_api.default_collate`, natively where the result is
 //! sure to be identical: same-dtype, same-shape, C-contiguous NumPy arrays
 //! (also inside dicts, tuples and lists) are stacked into one new array, the
 //! bytes copied without the interpreter. Anything else is handed to the
@@ -73,7 +73,7 @@ impl NativeCollate {
         let numpy = py.import("numpy")?;
         Ok(NativeCollate {
             default_collate: py
-                .import("dataloader_api.collate")?
+                .import("dataloader_api")?
                 .getattr("default_collate")?
                 .unbind(),
             ndarray: numpy.getattr("ndarray")?.cast_into::<PyType>()?.unbind(),

@@ -17,8 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dataloader_api import DataLoader
-from dataloader_api.collate import default_collate
+from dataloader_api import DataLoader, default_collate
 from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 
 STREAM = StreamSpec(1, on_timeout=lambda position: TimeoutError(position))
