@@ -11,7 +11,14 @@ switch are the shutdown and benchmark machinery every backend needs.
 from __future__ import annotations
 
 from ._attach import ATTACH_MODES, attach_once
-from ._epoch_state import EpochState, PoolClosedError, TaskRunner, Waiter, run_batch
+from ._epoch_state import (
+    EpochState,
+    JobResults,
+    PoolClosedError,
+    TaskRunner,
+    Waiter,
+    run_job,
+)
 from ._exit import (
     exiting,
     on_exit,
@@ -28,6 +35,7 @@ __all__ = [
     "ATTACH_MODES",
     "EpochState",
     "IterableStream",
+    "JobResults",
     "MapStream",
     "PoolClosedError",
     "TaskRunner",
@@ -37,7 +45,7 @@ __all__ = [
     "exiting",
     "on_exit",
     "register_pool",
-    "run_batch",
+    "run_job",
     "unregister_pool",
     "wait_out_interpreter_exit",
     "warn_busy_threads",

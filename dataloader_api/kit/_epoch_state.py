@@ -11,22 +11,41 @@ from typing import Any, Protocol
 from ..contract import BatchJob
 from ._exit import wait_out_interpreter_exit
 
-__all__ = ["PoolClosedError", "TaskRunner", "run_batch"]
+__all__ = ["JobResults", "PoolClosedError", "TaskRunner", "run_job"]
 
 
 class PoolClosedError(RuntimeError):
     """The stream's pool was closed while the stream was still being read."""
 
 
-def run_batch(job: BatchJob, fetch: Callable[[Any], Any], collate: Callable[[Any], Any]) -> Any:
-    """``(True, batch)`` or ``(False, the exception)``: what a worker stores for
-    the consumer. A caller holding the result in a local ``del``s it once stored:
-    the exception's traceback keeps the caller's frame, and the frame the result,
-    a cycle that only the garbage collector would free, keeping the epoch alive."""
+class JobResults(Protocol):
+    """Where ``run_job`` stores a map-style job's outcome for the consumer."""
+
+    closed: bool
+
+    def store(self, position: int, outcome: tuple[bool, Any]) -> None:
+        """Keep ``(True, batch)`` or ``(False, exception)`` for batch ``position``."""
+        ...
+
+
+def run_job(
+    results: JobResults,
+    job: BatchJob,
+    fetch: Callable[[Any], Any],
+    collate: Callable[[Any], Any],
+) -> None:
+    """One map-style job on a worker thread: ``collate(fetch(indices))`` or its
+    exception, stored for the consumer; nothing once the epoch is closed."""
+    if results.closed:
+        return
     try:
-        return (True, collate(fetch(job.indices)))
+        outcome: tuple[bool, Any] = (True, collate(fetch(job.indices)))
     except BaseException as error:
-        return (False, error)
+        outcome = (False, error)
+    results.store(job.position, outcome)
+    # The traceback keeps this frame: a local holding the error would make a
+    # cycle that only the garbage collector frees, keeping the epoch alive.
+    del outcome
 
 
 class TaskRunner(Protocol):

@@ -59,7 +59,7 @@ def _drain(
             if ended:
                 state.exhausted[stream_id] = True
             state.cond.notify_all()
-        del result  # see _run_job: no error -> traceback -> frame cycle
+        del result  # see run_job: no error -> traceback -> frame cycle
         if ended:
             return
 

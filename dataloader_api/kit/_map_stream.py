@@ -4,11 +4,11 @@ jobs, a reorder buffer for ordered delivery, errors delivered for their batch.""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from ..contract import BatchJob, MapWork, StreamSpec
-from ._epoch_state import EpochState, TaskRunner, Waiter, run_batch
+from ._epoch_state import EpochState, TaskRunner, Waiter, run_job
 
 __all__ = ["MapStream"]
 
@@ -25,19 +25,12 @@ class _MapState(EpochState):
         self.results.clear()
         self.completed.clear()
 
-
-def _run_job(
-    state: _MapState, job: BatchJob, fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
-) -> None:
-    if state.closed:
-        return
-    result = run_batch(job, fetch, collate)
-    with state.cond:
-        if not state.closed:
-            state.results[job.position] = result
-            state.completed.append(job.position)
-            state.cond.notify_all()
-    del result  # see run_batch
+    def store(self, position: int, outcome: tuple[bool, Any]) -> None:
+        with self.cond:
+            if not self.closed:
+                self.results[position] = outcome
+                self.completed.append(position)
+                self.cond.notify_all()
 
 
 class MapStream:
@@ -69,7 +62,7 @@ class MapStream:
                 self._jobs = None
                 return
             self._started += 1
-            self._pool.submit(_run_job, self._state, job, self._fetch, self._collate)
+            self._pool.submit(run_job, self._state, job, self._fetch, self._collate)
 
     def __next__(self) -> Any:
         state = self._state

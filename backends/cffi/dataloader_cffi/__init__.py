@@ -22,7 +22,7 @@ from dataloader_api.kit import (
     attach_once,
     on_exit,
     register_pool,
-    run_batch,
+    run_job,
     unregister_pool,
     wait_out_interpreter_exit,
     warn_busy_threads,
@@ -199,18 +199,11 @@ class _MapState:
         with self.lock:
             self.results.clear()
 
-
-def _run_job(
-    state: _MapState, job: BatchJob, fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
-) -> None:
-    if state.closed:
-        return
-    result = run_batch(job, fetch, collate)
-    with state.lock:
-        if not state.closed:
-            state.results[job.position] = result
-    del result  # see run_batch
-    lib.dl_ring_finish(state.ring, job.position)
+    def store(self, position: int, outcome: tuple[bool, Any]) -> None:
+        with self.lock:
+            if not self.closed:
+                self.results[position] = outcome
+        lib.dl_ring_finish(self.ring, position)
 
 
 class MapStream:
@@ -240,7 +233,7 @@ class MapStream:
                 self._jobs = None
                 return
             lib.dl_ring_start(ring)
-            self._pool.submit(_run_job, self._state, job, self._fetch, self._collate)
+            self._pool.submit(run_job, self._state, job, self._fetch, self._collate)
 
     def __next__(self) -> Any:
         self._pool.check_process()
