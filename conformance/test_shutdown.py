@@ -23,6 +23,7 @@ from hypothesis.stateful import (
 from support import Recorder, os_thread_count, wait_until
 
 from dataloader_api import DataLoader
+from dataloader_api.testing import SIGINT_RAISES, sigint_raises_keyboard_interrupt
 
 BATCH = 2
 
@@ -182,8 +183,8 @@ def test_keyboard_interrupt_while_waiting(backend):
     iterator = iter(DataLoader(dataset, batch_size=1, num_workers=2, backend=backend))
     timer = threading.Timer(0.2, _thread.interrupt_main)
     start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
+    with sigint_raises_keyboard_interrupt(), pytest.raises(KeyboardInterrupt):
+        timer.start()
         next(iterator)
     elapsed = time.monotonic() - start
     timer.join()
@@ -245,7 +246,7 @@ EXIT_SCENARIOS = {
         "[next(it) for _ in range(5)]"
     ),
     "exit after KeyboardInterrupt mid-epoch": (
-        "import _thread\n"
+        SIGINT_RAISES + "import _thread\n"
         "it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND)); next(it)\n"
         "threading.Timer(0.1, _thread.interrupt_main).start()\n"
         "try:\n"

@@ -4,15 +4,41 @@ and conformance suite, and usable by a backend author's own tests."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ._datasets import IterableDataset
 from ._worker_info import get_worker_info
 
-__all__ = ["ItemError", "Recorder", "ResumableShards", "os_thread_count", "wait_until"]
+__all__ = [
+    "SIGINT_RAISES",
+    "ItemError",
+    "Recorder",
+    "ResumableShards",
+    "os_thread_count",
+    "sigint_raises_keyboard_interrupt",
+    "wait_until",
+]
+
+# For a child interpreter's code: what sigint_raises_keyboard_interrupt does, for good.
+SIGINT_RAISES = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
+@contextmanager
+def sigint_raises_keyboard_interrupt() -> Iterator[None]:
+    """SIGINT (and ``_thread.interrupt_main()``) raise ``KeyboardInterrupt`` inside the
+    block, also in a process started with SIGINT ignored (a background job, ``nohup``,
+    some CI runners), where Python installs no handler and ``interrupt_main`` does
+    nothing. The handler that was there is put back afterwards. Main thread only."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def os_thread_count() -> int:

@@ -17,7 +17,7 @@ from dataloader_api import (
     SyntheticImages,
     get_worker_info,
 )
-from dataloader_api.testing import Recorder, wait_until
+from dataloader_api.testing import Recorder, sigint_raises_keyboard_interrupt, wait_until
 
 
 def as_lists(loader):
@@ -364,9 +364,9 @@ def test_keyboard_interrupt_while_waiting_is_raised_promptly(no_leaked_threads):
     data = Recorder(10, slow={0: 2.0})
     it = iter(DataLoader(data, batch_size=1, num_workers=2))
     timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
+    with sigint_raises_keyboard_interrupt(), pytest.raises(KeyboardInterrupt):
+        timer.start()
         next(it)
     assert time.monotonic() - start < 1.0
     it.close()
