@@ -44,6 +44,7 @@ BROKEN = {
     "broken-rotation": ["test_in_order_is_round_robin_over_workers", "test_iterable_resume"],
     "broken-serial": ["test_num_workers_batches_are_fetched_at_once"],
     "broken-init": ["test_a_worker_init_fn_error_surfaces_before_any_batch"],
+    "broken-stall": ["test_stopping_behind_a_slow_item_is_prompt"],
 }
 
 

@@ -22,7 +22,7 @@ from hypothesis.stateful import (
 )
 from support import Recorder, os_thread_count, wait_until
 
-from dataloader_api import DataLoader
+from dataloader_api import DataLoader, DataLoaderTimeoutError
 from dataloader_api.testing import SIGINT_RAISES, sigint_raises_keyboard_interrupt
 
 BATCH = 2
@@ -177,6 +177,66 @@ def test_no_dataset_call_starts_after_shutdown(backend, how):
     assert len(dataset.calls) <= at_shutdown + window * 4
 
 
+# "Promptly": tens of milliseconds; the bound leaves room for a loaded CI machine.
+STOP_SECONDS = 0.2
+STOPS = ["break", "close", "del", "after a timeout", "loader.close"]
+
+
+def _stop(loader: DataLoader, iterator: object, how: str) -> float:
+    """Stop the epoch as ``how`` says; the seconds that took. Drops ``iterator``."""
+    start = time.monotonic()
+    if how == "close":
+        iterator.close()  # type: ignore[attr-defined]
+    elif how == "loader.close":
+        loader.close()
+    elif how == "after a timeout":
+        with pytest.raises(DataLoaderTimeoutError):
+            next(iterator)  # type: ignore[call-overload]
+        start = time.monotonic()  # what follows the timeout: the loop's clean-up
+        del iterator
+    else:  # "break" and "del": the last reference goes; the finalizer closes
+        del iterator
+    return time.monotonic() - start
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("how", STOPS)
+def test_stopping_behind_a_slow_item_is_prompt(backend, how, persistent):
+    """break, close(), del, the clean-up after a timeout and loader.close() return in
+    tens of milliseconds while a worker is stuck in a slow item; no dataset call
+    starts after that; the threads end once the item returns, and join() says so."""
+    os_before = os_thread_count()
+    # Item 4 blocks until released; block_limit bounds how long a broken backend stalls.
+    dataset = Recorder(50, blocked={4}, block_limit=3.0)
+    loader = DataLoader(
+        dataset,
+        batch_size=1,
+        num_workers=2,
+        prefetch_factor=1,
+        persistent_workers=persistent,
+        timeout=0.3 if how == "after a timeout" else 0,
+        backend=backend,
+    )
+    iterator = iter(loader)
+    assert [next(iterator).tolist() for _ in range(4)] == [[0], [1], [2], [3]]
+    assert wait_until(lambda: 4 in dataset.calls)
+    elapsed = _stop(loader, iterator, how)
+    del iterator
+    calls_at_stop = len(dataset.calls)
+    assert elapsed < STOP_SECONDS, f"{how} took {elapsed:.3f} s behind a slow item"
+    if persistent and how != "loader.close":
+        # The epoch ended; the persistent threads live on until the loader closes.
+        closing = time.monotonic()
+        loader.close()
+        assert time.monotonic() - closing < STOP_SECONDS
+    assert not loader.join(timeout=0.05), "a thread is still inside item 4"
+    time.sleep(0.1)
+    dataset.release.set()
+    assert loader.join(timeout=5.0)
+    assert wait_until(lambda: os_thread_count() <= os_before)
+    assert len(dataset.calls) == calls_at_stop, "a dataset call started after the stop"
+
+
 def test_keyboard_interrupt_while_waiting(backend):
     os_before = os_thread_count()
     dataset = Recorder(10, blocked={0}, block_limit=5)
@@ -196,7 +256,7 @@ def test_keyboard_interrupt_while_waiting(backend):
 
 EXIT_PRELUDE = textwrap.dedent("""
     import sys, threading, time
-    from dataloader_api import DataLoader
+    from dataloader_api import DataLoader, DataLoaderTimeoutError
 
     class Slow:
         def __len__(self): return 100_000

@@ -27,7 +27,7 @@ from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 
-__all__ = ["start_epoch"]
+__all__ = ["epoch_length", "start_epoch"]
 
 
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
@@ -116,10 +116,13 @@ def _workers_for_epoch(
     """The workers to run this epoch on, and whether the epoch's iterator owns them."""
     if not options.persistent_workers:
         state.pool_seed_state = state.worker_seeds.state_dict()
-        return new_workers(options, state.worker_seeds), True
+        workers = new_workers(options, state.worker_seeds)
+        _remember(state, workers.pool)
+        return workers, True
     if state.persistent is None:
         state.pool_seed_state = state.worker_seeds.state_dict()
         workers = state.persistent = new_workers(options, state.worker_seeds)
+        _remember(state, workers.pool)
         state.finalizer = weakref.finalize(owner, _close_pool, workers.pool, workers.pid)
     if state.persistent.pid != process_id():
         raise RuntimeError(
@@ -128,6 +131,12 @@ def _workers_for_epoch(
             "DataLoader in the process that iterates it, or use persistent_workers=False"
         )
     return state.persistent, False
+
+
+def _remember(state: LoaderState, pool: WorkerPool) -> None:
+    """Keep ``pool`` for ``DataLoader.join``, and forget those whose threads are gone."""
+    state.pools = [p for p in state.pools if not p.join(0)]
+    state.pools.append(pool)
 
 
 def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch | None:

@@ -16,6 +16,7 @@ from ._aio import AsyncEpoch
 from ._errors import DataLoaderTimeoutError
 from ._plan import TrackedBatch
 from ._stats import EpochStats, StatsRecorder
+from ._workers import join_pools
 from .contract import BatchStream, WorkerPool, process_id
 
 __all__ = ["CallingThreadBatches", "LoaderIterator"]
@@ -56,6 +57,7 @@ class LoaderIterator:
         # An epoch keeps its loader alive, so `iter(DataLoader(...))` keeps loading
         # as torch's iterator does: a persistent pool closes with its loader.
         self._loader = loader
+        self._owned_pool = owned_pool
         self._batches = batches
         self._recorder = recorder
         self._summary = summary
@@ -124,6 +126,16 @@ class LoaderIterator:
         """Stop loading: no new dataset call starts once this returns."""
         self._closed = True
         self._finalizer()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """After ``close()`` (or ``break``): wait until the worker threads of this
+        epoch have ended, ``timeout`` seconds at most (``None``: no limit); True if
+        none is left. A persistent loader's threads outlive its epochs: see
+        ``DataLoader.join``. ``close()`` itself never waits for a busy thread."""
+        pools = [] if self._owned_pool is None else [self._owned_pool]
+        if self._pid is not None and self._pid != process_id():
+            return True  # a forked child has none of the epoch's threads
+        return not join_pools(pools, timeout)
 
     def __enter__(self) -> LoaderIterator:
         return self

@@ -16,6 +16,7 @@ from ._options import LoaderOptions, build_options
 from ._resume import load_state, take_state
 from ._state import LoaderState
 from ._stats import EpochStats
+from ._workers import join_pools
 
 __all__ = ["DataLoader", "LoaderIterator"]
 
@@ -190,6 +191,20 @@ class DataLoader(Generic[T_co]):
         state.persistent = None
         if state.runner is not None:
             state.runner.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every worker thread this loader started has ended, ``timeout``
+        seconds at most (``None``: no limit); True if none is left.
+
+        ``close()`` and ``break`` return at once, whatever the items are doing: a
+        thread busy in a slow ``__getitem__`` finishes that item on its own and
+        starts nothing new. Call this after them when you need the threads gone
+        (before ``os.fork()``, say). A live persistent pool's threads only end
+        with ``close()``.
+        """
+        state = self._state
+        state.pools = join_pools(state.pools, timeout)
+        return not state.pools
 
     def __enter__(self) -> DataLoader[T_co]:
         return self

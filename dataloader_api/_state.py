@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._seeding import EpochSeeds
 from ._workers import Workers
+from .contract import WorkerPool
 
 if TYPE_CHECKING:
     from ._aio import AsyncRunner
@@ -39,6 +40,8 @@ class LoaderState:
     epoch_start: dict[str, Any] | BaseException = field(default_factory=dict)
     # A loaded state the next epoch resumes from.
     pending: dict[str, Any] | None = None
+    # Pools this loader started whose threads may still run (DataLoader.join).
+    pools: list[WorkerPool] = field(default_factory=list)
 
     @classmethod
     def new(cls, worker_seed_base: int) -> LoaderState:

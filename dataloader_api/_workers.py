@@ -9,6 +9,7 @@ makes its own and its iterator closes it.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from ._options import LoaderOptions
@@ -16,7 +17,7 @@ from ._seeding import EpochSeeds
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import PoolSpec, WorkerPool, process_id
 
-__all__ = ["Workers", "new_workers", "worker_info"]
+__all__ = ["Workers", "join_pools", "new_workers", "worker_info"]
 
 
 class Workers:
@@ -81,3 +82,21 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds) -> Workers:
         items_in_parallel=options.items_in_parallel,
     )
     return Workers(options.backend.create_pool(spec), infos)
+
+
+def join_pools(pools: list[WorkerPool], timeout: float | None) -> list[WorkerPool]:
+    """Wait for the threads of ``pools`` (``timeout`` seconds in all); those still running."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
+    ):
+        raise ValueError(
+            "timeout should be a non-negative number of seconds or None, "
+            f"but got timeout={timeout!r}"
+        )
+    deadline = None if timeout is None else time.monotonic() + timeout
+    running = []
+    for pool in pools:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not pool.join(left):
+            running.append(pool)
+    return running

@@ -60,10 +60,15 @@ Waiting
     closable.
 
 Shutdown
-    ``BatchStream.close()`` and ``WorkerPool.close()`` are idempotent, return
-    promptly, and after they return no job of theirs *starts* (jobs already
-    running finish on their own). ``WorkerPool.close()`` ends the pool's
-    threads: a thread busy in user code exits when that call returns. At
+    ``BatchStream.close()`` and ``WorkerPool.close()`` are idempotent and
+    return promptly (tens of milliseconds), whatever the jobs are doing: they
+    never wait for a thread busy in user code. After they return no job of
+    theirs *starts*; a job already running finishes on its own, and
+    ``WorkerPool.close()`` ends each pool thread once it is idle.
+    ``WorkerPool.join(timeout)`` is the explicit wait: it returns True once
+    every thread of the pool has ended, False if some are still running after
+    ``timeout`` seconds (``None``: no limit), waiting in slices so that
+    ``KeyboardInterrupt`` is raised promptly. At
     interpreter exit (``atexit``) every live pool is closed without waiting
     for busy threads; the process keeps its own exit code. A consumer on a
     non-main thread whose pool was closed that way waits until the process
@@ -285,7 +290,13 @@ class WorkerPool(Protocol):
         ...
 
     def close(self) -> None:
-        """End the pool's threads; idempotent and prompt."""
+        """Start no job any more and end the threads once idle; idempotent, prompt,
+        never waiting for a thread busy in user code."""
+        ...
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every thread of the pool has ended (``timeout`` seconds at
+        most, ``None`` for no limit); True if none is left."""
         ...
 
 

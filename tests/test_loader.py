@@ -329,7 +329,8 @@ def test_close_stops_dataset_calls(no_leaked_threads):
     data = Recorder(1000, delay=0.002)
     it = iter(DataLoader(data, batch_size=4, num_workers=2))
     next(it)
-    it.close()
+    it.close()  # returns at once; the batches being loaded finish their items
+    assert it.join(timeout=5.0)
     count = len(data.calls)
     time.sleep(0.1)
     assert len(data.calls) == count
@@ -383,3 +384,29 @@ def test_an_epoch_keeps_loading_after_its_loader_is_dropped(persistent):
     )
     gc.collect()
     assert [b.tolist() for b in it] == [list(range(i, i + 4)) for i in range(0, 40, 4)]
+
+
+def test_join_waits_for_a_thread_busy_in_a_slow_item(no_leaked_threads):
+    data = Recorder(20, blocked={2}, block_limit=5.0)
+    loader = DataLoader(data, batch_size=1, num_workers=2, prefetch_factor=1)
+    it = iter(loader)
+    assert [next(it).tolist() for _ in range(2)] == [[0], [1]]
+    assert wait_until(lambda: 2 in data.calls)
+    start = time.monotonic()
+    it.close()
+    assert time.monotonic() - start < 0.2
+    assert not it.join(timeout=0.05)
+    assert not loader.join(timeout=0)
+    data.release.set()
+    assert it.join(timeout=5.0)
+    assert loader.join(timeout=5.0)
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "1", True])
+def test_join_timeout_is_checked(bad):
+    loader = DataLoader([1, 2], num_workers=1)
+    message = "timeout should be a non-negative number of seconds or None, but got timeout="
+    with pytest.raises(ValueError, match=message):
+        loader.join(bad)
+    with pytest.raises(ValueError, match=message):
+        iter(loader).join(bad)

@@ -23,6 +23,7 @@ ffibuilder.cdef(
     dl_pool *dl_py_pool_new(int num_threads, void *thread_init, int attach_once, int *status);
     int dl_pool_submit(dl_pool *pool, void *task);
     int dl_pool_close(dl_pool *pool, int wait_ms);
+    int dl_pool_wait(dl_pool *pool, int wait_ms);
     int dl_pool_take_dropped(dl_pool *pool, void **out, int max);
     int dl_pool_closed(dl_pool *pool);
     void dl_pool_release(dl_pool *pool);

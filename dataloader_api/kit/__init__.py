@@ -4,7 +4,7 @@ A backend with its own threads (C through cffi, say) implements the small
 ``TaskRunner`` protocol (``submit``, ``track``, ``closed``) and gets the
 contract's window, ordering, errors, timeouts and iterable streams from
 ``MapStream`` and ``IterableStream``; ``ThreadPool`` is a complete pool on
-Python threads. The exit registry, the busy-thread warning and the attach-mode
+Python threads. The exit registry and the attach-mode
 switch are the shutdown and benchmark machinery every backend needs.
 """
 
@@ -25,7 +25,6 @@ from ._exit import (
     register_pool,
     unregister_pool,
     wait_out_interpreter_exit,
-    warn_busy_threads,
 )
 from ._iter_stream import IterableStream
 from ._map_stream import MapStream
@@ -48,5 +47,4 @@ __all__ = [
     "run_job",
     "unregister_pool",
     "wait_out_interpreter_exit",
-    "warn_busy_threads",
 ]

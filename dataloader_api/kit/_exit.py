@@ -1,4 +1,4 @@
-"""Interpreter exit and busy threads: what every backend's shutdown shares.
+"""Interpreter exit: what every backend's shutdown shares.
 
 At exit, one hook (run by ``threading``'s exit hooks, before non-daemon
 threads are joined and before ``atexit``, where the loader's own finalizers
@@ -13,7 +13,6 @@ import atexit
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Protocol
@@ -24,7 +23,6 @@ __all__ = [
     "register_pool",
     "unregister_pool",
     "wait_out_interpreter_exit",
-    "warn_busy_threads",
 ]
 
 
@@ -72,17 +70,6 @@ def register_pool(pool: _Closable) -> None:
 
 def unregister_pool(pool: _Closable) -> None:
     _live_pools.discard(pool)
-
-
-def warn_busy_threads(busy: int, waited_seconds: float) -> None:
-    """What a pool's close() says when threads are still in user code after its wait;
-    the warning points at the caller of close()."""
-    warnings.warn(
-        f"{busy} worker thread(s) still busy in dataset code {waited_seconds:g} s "
-        "after close(); they exit when that call returns",
-        ResourceWarning,
-        stacklevel=3,
-    )
 
 
 def wait_out_interpreter_exit(held: threading.Condition | None = None) -> None:

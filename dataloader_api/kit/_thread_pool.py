@@ -16,18 +16,18 @@ from typing import Any
 
 from ..contract import IterWork, MapWork, PoolSpec, StreamSpec
 from ._epoch_state import EpochState, PoolClosedError
-from ._exit import exiting, register_pool, unregister_pool, warn_busy_threads
+from ._exit import register_pool, unregister_pool
 from ._iter_stream import IterableStream
 from ._map_stream import MapStream
 
 __all__ = ["ThreadPool"]
 
-# How long close() waits for threads that are busy in user code.
-CLOSE_JOIN_SECONDS = 2.0
 # An idle worker wakes this often. On free-threaded builds an object made on a
 # worker (an exception it raised, say) and dropped by the consumer is freed by
 # its owner thread, which must run to do it; else a failed epoch stays alive.
 IDLE_WAKE_SECONDS = 0.2
+# join() waits in slices this long, between which signals are handled.
+JOIN_SLICE = 0.05
 
 
 class _PoolCore:
@@ -139,15 +139,17 @@ class ThreadPool:
         for _ in self._threads:
             core.tasks.put(None)
         unregister_pool(self)
-        if exiting():
-            return
-        deadline = time.monotonic() + CLOSE_JOIN_SECONDS
+
+    def join(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         current = threading.current_thread()
-        busy = 0
         for thread in self._threads:
             if thread is current:
-                continue  # closed from a finalizer that ran on a worker
-            thread.join(max(0.0, deadline - time.monotonic()))
-            busy += thread.is_alive()
-        if busy:
-            warn_busy_threads(busy, CLOSE_JOIN_SECONDS)
+                continue  # joined from a finalizer that ran on a worker
+            while thread.is_alive():
+                # Slices: a join with no limit stays interruptible on every build.
+                left = JOIN_SLICE if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                thread.join(min(left, JOIN_SLICE))
+        return True

@@ -199,20 +199,32 @@ int dl_pool_submit(dl_pool *pool, void *task) {
     return DL_OK;
 }
 
-int dl_pool_close(dl_pool *pool, int wait_ms) {
-    pthread_mutex_lock(&pool->lock);
-    pool->closed = 1;
-    pthread_cond_broadcast(&pool->changed);
-    if (!dl_exiting()) {
+/* Waits (holding the lock) up to wait_ms for every thread to leave, unless exiting. */
+static int wait_threads_locked(dl_pool *pool, int wait_ms) {
+    if (!dl_exiting() && wait_ms > 0) {
         struct timespec until;
         deadline_in(&until, wait_ms);
         while (pool->live > 0) {
             if (pthread_cond_timedwait(&pool->changed, &pool->lock, &until) == ETIMEDOUT) break;
         }
     }
-    int busy = pool->live;
+    return pool->live;
+}
+
+int dl_pool_close(dl_pool *pool, int wait_ms) {
+    pthread_mutex_lock(&pool->lock);
+    pool->closed = 1;
+    pthread_cond_broadcast(&pool->changed);
+    int busy = wait_threads_locked(pool, wait_ms);
     pthread_mutex_unlock(&pool->lock);
     return busy;
+}
+
+int dl_pool_wait(dl_pool *pool, int wait_ms) {
+    pthread_mutex_lock(&pool->lock);
+    int live = wait_threads_locked(pool, wait_ms);
+    pthread_mutex_unlock(&pool->lock);
+    return live;
 }
 
 int dl_pool_take_dropped(dl_pool *pool, void **out, int max) {

@@ -33,6 +33,9 @@ int dl_pool_submit(dl_pool *pool, void *task);
 /* Starts no queued task any more, ends the threads; waits up to wait_ms for them
  * unless exiting. Returns how many are still running (busy in a task). Idempotent. */
 int dl_pool_close(dl_pool *pool, int wait_ms);
+/* Waits up to wait_ms (none when exiting) for every thread to leave, without
+ * closing the pool. Returns how many are still running. */
+int dl_pool_wait(dl_pool *pool, int wait_ms);
 /* After close: up to max of the tasks that never started, for their owner to free. */
 int dl_pool_take_dropped(dl_pool *pool, void **out, int max);
 int dl_pool_closed(dl_pool *pool);

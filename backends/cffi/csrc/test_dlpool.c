@@ -109,6 +109,8 @@ int main(void) {
         dl_ring_start(ring);
         CHECK(dl_pool_submit(pool, &jobs[i]) == DL_OK);
     }
+    CHECK(dl_pool_wait(pool, 1) == 4); /* waiting does not close: the threads stay */
+    CHECK(!dl_pool_closed(pool));
     CHECK(dl_pool_close(pool, 5000) == 0);
     CHECK(dl_pool_closed(pool));
     int after = atomic_load(&ran);
@@ -117,6 +119,7 @@ int main(void) {
     CHECK(after - before + count == 64);
     CHECK(dl_pool_submit(pool, &jobs[0]) == DL_CLOSED);
     CHECK(dl_pool_close(pool, 0) == 0); /* idempotent */
+    CHECK(dl_pool_wait(pool, 0) == 0);
     CHECK(atomic_load(&ended_threads) == 4);
     dl_pool_release(pool);
     dl_ring_release(ring);

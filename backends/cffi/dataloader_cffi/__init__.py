@@ -25,15 +25,13 @@ from dataloader_api.kit import (
     run_job,
     unregister_pool,
     wait_out_interpreter_exit,
-    warn_busy_threads,
 )
 
 from ._engine import ffi, lib
 
 __all__ = ["CffiBackend", "CffiPool", "MapStream"]
 
-# How long close() waits for threads busy in user code, and the consumer's wait slice.
-CLOSE_WAIT_MS = 2000
+# The consumer's wait slice, and join()'s: signals are handled between slices.
 WAIT_SLICE_MS = 20
 
 # For the attach-once benchmark and the test that proves attach-once matters.
@@ -166,13 +164,25 @@ class CffiPool:
             return
         for epoch in list(self._epochs):
             epoch.close()
-        busy = lib.dl_pool_close(self._pool, 0 if lib.dl_exiting() else CLOSE_WAIT_MS)
+        lib.dl_pool_close(self._pool, 0)  # prompt: a thread busy in user code ends later
         dropped = ffi.new("void *[64]")
         while (count := lib.dl_pool_take_dropped(self._pool, dropped, 64)) > 0:
             for i in range(count):
                 self._core.pending.pop(int(ffi.cast("uintptr_t", dropped[i])), None)
-        if busy and not lib.dl_exiting():
-            warn_busy_threads(busy, CLOSE_WAIT_MS / 1000)
+
+    def join(self, timeout: float | None = None) -> bool:
+        if self._inherited() or not hasattr(self, "_pool"):
+            return True  # no thread of this pool runs in this process
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            wait_ms = WAIT_SLICE_MS
+            if deadline is not None:
+                wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000)))
+            # Waits without the GIL (cffi releases it); returns the threads still alive.
+            if lib.dl_pool_wait(self._pool, wait_ms) == 0:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)

@@ -3,9 +3,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 
-use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -16,12 +16,11 @@ use crate::iter_stream::IterStream;
 use crate::map_job::MapJobs;
 use crate::map_stream::MapStream;
 use crate::pool_shared::{lock, panic_error, register_live, PoolShared, Threads, Workers};
+use crate::wait;
 
-/// How long `close()` waits for threads busy in user code.
-const CLOSE_JOIN: Duration = Duration::from_secs(2);
 /// Free-threaded builds: how often idle workers run a little Python (see `idle_ticker`).
 #[cfg(Py_GIL_DISABLED)]
-const IDLE_TICK: Duration = Duration::from_millis(200);
+const IDLE_TICK: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn worker_main(
     thread: rayon::ThreadBuilder,
@@ -101,7 +100,9 @@ pub struct Pool {
 }
 
 impl Pool {
-    fn close_inner(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
+    /// Close without waiting for anything: a thread busy in user code ends on
+    /// its own once that call returns (see `join`).
+    fn close_inner(&self) {
         let Workers {
             shared, threads, ..
         } = &self.workers;
@@ -113,38 +114,19 @@ impl Pool {
                     std::mem::forget(threads.take());
                 }
             }
-            return Ok(());
+            return;
         }
         if !shared.close_epochs() {
-            return Ok(());
+            return;
         }
         let threads = lock(threads).take();
         if attach::exiting() {
             // Dropping would wake every thread; at exit none may run again.
             std::mem::forget(threads);
-            return Ok(());
+            return;
         }
         // Threads end once their running job returns; queued jobs see `closed`.
         drop(threads);
-        if !wait {
-            return Ok(());
-        }
-        let shared = Arc::clone(shared);
-        let busy = attach::detached(py, move || shared.wait_threads(CLOSE_JOIN));
-        if busy > 0 {
-            let message = format!(
-                "{busy} worker thread(s) still busy in dataset code {} s after close(); \
-                 they exit when that call returns",
-                CLOSE_JOIN.as_secs()
-            );
-            PyErr::warn(
-                py,
-                &py.get_type::<PyResourceWarning>(),
-                &std::ffi::CString::new(message)?,
-                2,
-            )?;
-        }
-        Ok(())
     }
 }
 
@@ -226,7 +208,7 @@ impl Pool {
         // Wait for every thread's thread_init, detached: they need the interpreter.
         let error = attach::detached(py, move || shared.wait_init());
         if let Some(error) = error {
-            pool.close_inner(py, true)?;
+            pool.close_inner();
             return Err(error);
         }
         Ok(pool)
@@ -272,18 +254,40 @@ impl Pool {
         IterStream::new(&self.workers, work, stream)
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.close_inner(py, true)
+    /// Start no job any more; prompt, never waiting for a busy thread.
+    fn close(&self) {
+        // Dropped by the interpreter (attached): epochs drop Python objects.
+        Python::attach(|_py| self.close_inner());
+    }
+
+    /// Wait until every thread of the pool has ended, `timeout` seconds at most
+    /// (`None`: no limit); true if none is left. Waits detached, in slices
+    /// between which signals are raised.
+    #[pyo3(signature = (timeout = None))]
+    fn join(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let shared = &self.workers.shared;
+        if shared.inherited() {
+            return Ok(true); // none of the pool's threads runs in a forked child
+        }
+        let deadline = wait::deadline_after(timeout)?;
+        loop {
+            let slice = wait::slice_until(deadline);
+            let waited = Arc::clone(shared);
+            if attach::detached(py, move || waited.wait_threads(slice)) == 0 {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            py.check_signals()?;
+        }
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
         // Dropped by the interpreter (attached); closing must not wait here.
-        Python::attach(|py| {
-            if let Err(error) = self.close_inner(py, false) {
-                error.write_unraisable(py, None);
-            }
-        });
+        // Dropped by the interpreter (attached): epochs drop Python objects.
+        Python::attach(|_py| self.close_inner());
     }
 }

@@ -9,7 +9,7 @@
 //!                              │              buffered batches dropped)
 //!                              └──► drop the rayon pool ──► threads end once
 //!                                   their running job returns; close() waits
-//!                                   up to CLOSE_JOIN for them, detached
+//!                                   for none of them (Pool.join(timeout) does)
 //!   exit hook (mark_exiting) ──► exit flag ──► every live pool: close_epochs
 //!                                   only (no drop, no wait, no wake-up)
 //! ```

@@ -4,6 +4,7 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::attach;
@@ -41,6 +42,28 @@ pub fn wait_out_interpreter_exit(py: Python<'_>) {
 /// a timeout so long that the instant cannot be represented.
 pub fn deadline(timeout: Option<Duration>) -> Option<Instant> {
     timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
+/// When a `join(timeout)` that starts now gives up: `None` for no limit (also
+/// for a timeout too long to represent); a negative or NaN timeout is an error.
+pub fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t.is_nan() || t < 0.0 => Err(PyValueError::new_err(format!(
+            "timeout should be a non-negative number of seconds or None, but got timeout={t}"
+        ))),
+        Some(t) => Ok(Duration::try_from_secs_f64(t)
+            .ok()
+            .and_then(|d| Instant::now().checked_add(d))),
+    }
+}
+
+/// The next slice of a wait that ends at `deadline`: signals are checked between.
+pub fn slice_until(deadline: Option<Instant>) -> Duration {
+    match deadline {
+        None => WAIT_SLICE,
+        Some(deadline) => WAIT_SLICE.min(deadline.saturating_duration_since(Instant::now())),
+    }
 }
 
 /// The consumer's wait: detached, in slices, checking signals in between.

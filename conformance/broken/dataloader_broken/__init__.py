@@ -33,6 +33,9 @@ class _Wrapped:
     def close(self) -> None:
         self.inner.close()
 
+    def join(self, timeout: float | None = None) -> bool:
+        return self.inner.join(timeout)
+
 
 class _Stream:
     """A BatchStream made from a generator over an inner stream."""
@@ -185,6 +188,14 @@ class _InitPool(_Wrapped):
         self.inner = ThreadPool(dataclasses.replace(spec, thread_init=forgiving_init))
 
 
+class _StallPool(_Wrapped):
+    """close() waits for the threads busy in user code: break stalls behind a slow item."""
+
+    def close(self) -> None:
+        self.inner.close()
+        self.inner.join()
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -207,3 +218,4 @@ BrokenIterable = _backend("broken-iterable", _IterablePool)
 BrokenRotation = _backend("broken-rotation", _RotatedPool)
 BrokenSerial = _backend("broken-serial", _SerialPool)
 BrokenInit = _backend("broken-init", _InitPool)
+BrokenStall = _backend("broken-stall", _StallPool)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -22,13 +23,12 @@ from dataloader_api.kit import (
     IterableStream,
     MapStream,
     PoolClosedError,
-    exiting,
     register_pool,
     unregister_pool,
 )
 
 IDLE_WAKE = 0.2  # seconds an idle pool thread sleeps between wake-ups
-JOIN_SECONDS = 2.0  # how long close() waits for threads busy in user code
+JOIN_SLICE = 0.05  # join() waits in slices this long
 
 Task = tuple[Callable[..., None], tuple[Any, ...]]
 
@@ -125,10 +125,17 @@ class MinimalPool:
         for epoch in list(self._epochs):
             epoch.close()  # no job of theirs starts from now on
         for _ in self._threads:
-            self._tasks.put(None)
+            self._tasks.put(None)  # each thread ends once idle; nothing waits here
         unregister_pool(self)
-        if exiting():
-            return  # at interpreter exit nothing waits for busy threads
+
+    def join(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
-            if thread is not threading.current_thread():
-                thread.join(JOIN_SECONDS)
+            if thread is threading.current_thread():
+                continue
+            while thread.is_alive():
+                left = JOIN_SLICE if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                thread.join(min(left, JOIN_SLICE))  # slices: KeyboardInterrupt gets through
+        return True
