@@ -45,6 +45,7 @@ BROKEN = {
     "broken-serial": ["test_num_workers_batches_are_fetched_at_once"],
     "broken-init": ["test_a_worker_init_fn_error_surfaces_before_any_batch"],
     "broken-stall": ["test_stopping_behind_a_slow_item_is_prompt"],
+    "broken-exit": ["test_interpreter_exit_mid_epoch"],
 }
 
 

@@ -1,13 +1,10 @@
 """Property 6: every way of stopping ends promptly, ends the threads, and starts
-no dataset call beyond the bounded window; interpreter exit mid-epoch is clean."""
+no dataset call beyond the bounded window (interpreter exit: test_exit.py)."""
 
 from __future__ import annotations
 
 import _thread
 import gc
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
@@ -23,7 +20,7 @@ from hypothesis.stateful import (
 from support import Recorder, os_thread_count, wait_until
 
 from dataloader_api import DataLoader, DataLoaderTimeoutError
-from dataloader_api.testing import SIGINT_RAISES, sigint_raises_keyboard_interrupt
+from dataloader_api.testing import sigint_raises_keyboard_interrupt
 
 BATCH = 2
 
@@ -252,84 +249,3 @@ def test_keyboard_interrupt_while_waiting(backend):
     iterator.close()  # type: ignore[attr-defined]
     assert elapsed < 1.5
     assert wait_until(lambda: os_thread_count() <= os_before)
-
-
-EXIT_PRELUDE = textwrap.dedent("""
-    import sys, threading, time
-    from dataloader_api import DataLoader, DataLoaderTimeoutError
-
-    class Slow:
-        def __len__(self): return 100_000
-        def __getitem__(self, i):
-            time.sleep(0.002)
-            return i
-""")
-
-EXIT_SCENARIOS = {
-    "live iterators": (
-        "its = [iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND))"
-        " for _ in range(2)]\n"
-        "[next(it) for it in its]"
-    ),
-    "persistent loader": (
-        "loader = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,"
-        " backend=BACKEND)\n"
-        "it = iter(loader); next(it)"
-    ),
-    "loader in a reference cycle": (
-        "class Holder: pass\n"
-        "h = Holder(); h.me = h\n"
-        "h.loader = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,"
-        " backend=BACKEND)\n"
-        "h.it = iter(h.loader); next(h.it)\n"
-        "del h"
-    ),
-    "epoch on a non-main thread": (
-        "alive = []\n"
-        "def run():\n"
-        "    it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND))\n"
-        "    next(it); alive.append(it)\n"
-        "t = threading.Thread(target=run); t.start(); t.join()"
-    ),
-    "epoch still running on a daemon thread": (
-        "def run():\n"
-        "    for _ in DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND): pass\n"
-        "threading.Thread(target=run, daemon=True).start()\n"
-        "time.sleep(0.1)"
-    ),
-    "a worker blocked in an item": (
-        "class Blocked(Slow):\n"
-        "    def __getitem__(self, i):\n"
-        "        if i == 5: threading.Event().wait()\n"
-        "        return i\n"
-        "it = iter(DataLoader(Blocked(), batch_size=1, num_workers=2, backend=BACKEND))\n"
-        "[next(it) for _ in range(5)]"
-    ),
-    "exit after KeyboardInterrupt mid-epoch": (
-        SIGINT_RAISES + "import _thread\n"
-        "it = iter(DataLoader(Slow(), batch_size=4, num_workers=2, backend=BACKEND)); next(it)\n"
-        "threading.Timer(0.1, _thread.interrupt_main).start()\n"
-        "try:\n"
-        "    for _ in it: pass\n"
-        "except KeyboardInterrupt:\n"
-        "    pass"
-    ),
-}
-
-
-@pytest.mark.parametrize("exit_code", [0, 3])
-@pytest.mark.parametrize("scenario", sorted(EXIT_SCENARIOS))
-def test_interpreter_exit_mid_epoch(backend, thorough, scenario, exit_code):
-    code = (
-        f"BACKEND = {backend!r}\n"
-        + EXIT_PRELUDE
-        + EXIT_SCENARIOS[scenario]
-        + f"\nsys.exit({exit_code})\n"
-    )
-    for _ in range(100 if thorough else 1):
-        result = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
-        )
-        assert result.returncode == exit_code, result.stderr
-        assert "Fatal Python error" not in result.stderr, result.stderr
-        assert "Traceback" not in result.stderr, result.stderr

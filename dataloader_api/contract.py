@@ -69,8 +69,11 @@ Shutdown
     every thread of the pool has ended, False if some are still running after
     ``timeout`` seconds (``None``: no limit), waiting in slices so that
     ``KeyboardInterrupt`` is raised promptly. At
-    interpreter exit (``atexit``) every live pool is closed without waiting
-    for busy threads; the process keeps its own exit code. A consumer on a
+    interpreter exit, before finalization, every pool whose threads may still
+    run is closed and its running jobs get up to ``DATALOADER_EXIT_TIMEOUT``
+    seconds to return (a job inside native code must not take the interpreter
+    back during finalization); then no pool thread enters the interpreter
+    again. The process keeps its own exit code. A consumer on a
     non-main thread whose pool was closed that way waits until the process
     ends (as a daemon thread would), never raising into user code or ending
     its loop while the interpreter shuts down. Nothing a backend

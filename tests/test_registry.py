@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -78,3 +81,11 @@ def test_backends_are_scanned_once_and_loaded_once(monkeypatch):
     with pytest.raises(ValueError, match="installed backends:"):
         resolve_backend("not-installed")  # rescans before giving up
     assert len(scans) >= 2
+
+
+def test_a_bad_exit_timeout_is_named_when_a_backend_loads():
+    code = "import dataloader_api.kit"
+    env = {**os.environ, "DATALOADER_EXIT_TIMEOUT": "soon"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 1
+    assert "DATALOADER_EXIT_TIMEOUT='soon' should be a number of seconds >= 0" in result.stderr

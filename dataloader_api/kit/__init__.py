@@ -20,10 +20,13 @@ from ._epoch_state import (
     run_job,
 )
 from ._exit import (
+    EXIT_TIMEOUT_VARIABLE,
+    exit_timeout,
     exiting,
     on_exit,
+    on_exit_wait,
+    pool_closed,
     register_pool,
-    unregister_pool,
     wait_out_interpreter_exit,
 )
 from ._iter_stream import IterableStream
@@ -32,6 +35,7 @@ from ._thread_pool import ThreadPool
 
 __all__ = [
     "ATTACH_MODES",
+    "EXIT_TIMEOUT_VARIABLE",
     "EpochState",
     "IterableStream",
     "JobResults",
@@ -41,10 +45,12 @@ __all__ = [
     "ThreadPool",
     "Waiter",
     "attach_once",
+    "exit_timeout",
     "exiting",
     "on_exit",
+    "on_exit_wait",
+    "pool_closed",
     "register_pool",
     "run_job",
-    "unregister_pool",
     "wait_out_interpreter_exit",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..contract import IterWork, MapWork, PoolSpec, StreamSpec
 from ._epoch_state import EpochState, PoolClosedError
-from ._exit import register_pool, unregister_pool
+from ._exit import pool_closed, register_pool
 from ._iter_stream import IterableStream
 from ._map_stream import MapStream
 
@@ -138,7 +138,7 @@ class ThreadPool:
             epoch.close()
         for _ in self._threads:
             core.tasks.put(None)
-        unregister_pool(self)
+        pool_closed(self)
 
     def join(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)

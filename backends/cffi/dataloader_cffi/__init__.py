@@ -21,9 +21,9 @@ from dataloader_api.kit import (
     PoolClosedError,
     attach_once,
     on_exit,
+    pool_closed,
     register_pool,
     run_job,
-    unregister_pool,
     wait_out_interpreter_exit,
 )
 
@@ -157,7 +157,7 @@ class CffiPool:
         if self._closed:
             return
         self._closed = True
-        unregister_pool(self)
+        pool_closed(self)
         if self._inherited():
             # No thread to stop or wait for here, and a parent thread may have held
             # the C pool's lock at the fork: leave it alone.

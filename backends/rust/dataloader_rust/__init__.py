@@ -8,16 +8,16 @@ that thread state for its whole life; running a job re-activates it. See
 from __future__ import annotations
 
 from dataloader_api.contract import PoolSpec
-from dataloader_api.kit import attach_once, on_exit
+from dataloader_api.kit import attach_once, on_exit_wait
 
-from ._native import IterStream, MapStream, Pool, mark_exiting
+from ._native import IterStream, MapStream, Pool, drain_at_exit
 
 __all__ = ["IterStream", "MapStream", "Pool", "RustBackend"]
 
 # The kit's exit hook runs before the interpreter starts finalizing, while pool
-# threads may still attach safely; from then on none of them does, and every
-# live pool is closed natively without waiting.
-on_exit(mark_exiting)
+# threads may still attach safely: every live pool is closed natively and its
+# running jobs get the seconds left to return; from then on no thread attaches.
+on_exit_wait(drain_at_exit)
 
 # For the attach-once benchmark and the test that proves attach-once matters:
 # with "per-task", each job gets a new thread state and deletes it afterwards.

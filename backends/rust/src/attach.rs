@@ -21,8 +21,20 @@ extern "C" {
     fn dl_guarded_restore(f: *const c_void, thread_state: *mut c_void);
 }
 
-/// Set by the interpreter's exit hook: from then on no pool thread attaches.
+/// Set by the interpreter's exit hook once running jobs returned (or the bound
+/// passed): from then on no pool thread attaches.
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Set when the exit hook starts: a consumer on another thread whose pool the
+/// hook closes parks instead of raising into user code.
+static EXIT_STARTED: AtomicBool = AtomicBool::new(false);
+
+pub fn begin_exit() {
+    EXIT_STARTED.store(true, Ordering::SeqCst);
+}
+
+pub fn exit_started() -> bool {
+    EXIT_STARTED.load(Ordering::SeqCst) || exiting()
+}
 
 pub fn mark_exiting() {
     EXITING.store(true, Ordering::SeqCst);

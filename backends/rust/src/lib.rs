@@ -21,6 +21,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<pool::Pool>()?;
     module.add_class::<map_stream::MapStream>()?;
     module.add_class::<iter_stream::IterStream>()?;
-    module.add_function(wrap_pyfunction!(pool_shared::mark_exiting, module)?)?;
+    module.add_function(wrap_pyfunction!(pool_shared::drain_at_exit, module)?)?;
     Ok(())
 }

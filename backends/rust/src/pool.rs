@@ -204,7 +204,7 @@ impl Pool {
             items_in_parallel,
             native,
         };
-        register_live(&shared);
+        register_live(&shared, &pool.workers.threads);
         // Wait for every thread's thread_init, detached: they need the interpreter.
         let error = attach::detached(py, move || shared.wait_init());
         if let Some(error) = error {

@@ -10,13 +10,17 @@
 //!                              └──► drop the rayon pool ──► threads end once
 //!                                   their running job returns; close() waits
 //!                                   for none of them (Pool.join(timeout) does)
-//!   exit hook (mark_exiting) ──► exit flag ──► every live pool: close_epochs
-//!                                   only (no drop, no wait, no wake-up)
+//!   exit hook (drain_at_exit) ──► every live pool: close_epochs, drop the
+//!                                   rayon pool, wait (bounded) for its threads
+//!                                   ──► exit flag
 //! ```
 //!
-//! After the exit flag is set no pool thread attaches again, not even to drop
-//! a reference (what it still holds is leaked), and nothing waits for a
-//! thread: a thread inside user code may never come back. A consumer on a
+//! The wait lets jobs inside native code return before finalization (a thread
+//! that takes the interpreter back during finalization is ended with
+//! pthread_exit, which aborts through C++ frames). After the exit flag is set
+//! no pool thread attaches again, not even to drop a reference (what it still
+//! holds is leaked), and nothing waits for a thread: one still inside user
+//! code past the bound may never come back. A consumer on a
 //! non-main thread whose pool was closed that way waits until the process
 //! ends (`wait::wait_out_interpreter_exit`). In a forked child, which has none
 //! of the pool's threads, closing touches nothing (`PoolShared::inherited`).
@@ -246,25 +250,54 @@ impl Workers {
     }
 }
 
-/// Every pool not yet closed, for the interpreter's exit hook.
-static LIVE_POOLS: Mutex<Vec<Weak<PoolShared>>> = Mutex::new(Vec::new());
+/// Every pool whose threads may still run, with its rayon pool, for the exit hook.
+type LivePool = (Weak<PoolShared>, Weak<Mutex<Option<rayon::ThreadPool>>>);
+static LIVE_POOLS: Mutex<Vec<LivePool>> = Mutex::new(Vec::new());
 
-/// Let the exit hook close `pool`; it is held weakly, so registering keeps nothing alive.
-pub fn register_live(pool: &Arc<PoolShared>) {
+/// Let the exit hook close `pool` and wait for its threads; both are held
+/// weakly, so registering keeps nothing alive (a pool's threads hold `pool`).
+pub fn register_live(pool: &Arc<PoolShared>, threads: &Threads) {
     let mut pools = lock(&LIVE_POOLS);
-    pools.retain(|p| p.strong_count() > 0);
-    pools.push(Arc::downgrade(pool));
+    pools.retain(|(p, _)| p.strong_count() > 0);
+    pools.push((Arc::downgrade(pool), Arc::downgrade(threads)));
 }
 
-/// The exit hook: no pool thread attaches from now on, every pool is closed,
-/// nothing waits for a thread (see the NOTE above).
+/// Instead of `Duration::MAX`, which no `Instant` can be added to.
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The exit hook, before finalization (see the NOTE above and the kit's NOTE
+/// [ Interpreter exit with jobs in flight ]): every pool is closed and its rayon
+/// pool dropped, so idle threads leave; then wait, detached, up to `seconds` for
+/// every pool thread to end, so that a job inside native code returns while the
+/// interpreter can still take it back; then no pool thread attaches again.
+/// True if every thread ended in time.
 #[pyfunction]
-pub fn mark_exiting() {
-    attach::mark_exiting();
+pub fn drain_at_exit(py: Python<'_>, seconds: f64) -> bool {
+    attach::begin_exit();
+    let deadline = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .and_then(|limit| Instant::now().checked_add(limit));
     let pools = std::mem::take(&mut *lock(&LIVE_POOLS));
-    for pool in pools.iter().filter_map(Weak::upgrade) {
-        if !pool.inherited() {
-            pool.close_epochs();
+    let mut running = Vec::new();
+    for (shared, threads) in pools {
+        let Some(shared) = shared.upgrade() else {
+            continue;
+        };
+        if shared.inherited() {
+            continue; // a forked child: none of these threads is here
         }
+        shared.close_epochs();
+        if let Some(threads) = threads.upgrade() {
+            drop(lock(&threads).take()); // idle threads wake and leave
+        }
+        running.push(shared);
     }
+    let ended = attach::detached(py, move || {
+        running.iter().all(|pool| {
+            let left = deadline.map_or(FOREVER, |d| d.saturating_duration_since(Instant::now()));
+            pool.wait_threads(left) == 0
+        })
+    });
+    attach::mark_exiting();
+    ended
 }

@@ -21,7 +21,7 @@ const SETTLE: Duration = Duration::from_micros(20);
 /// until the process ends, like any daemon thread: raising into user code (or
 /// ending its loop early) while the interpreter shuts down would run user code.
 pub fn wait_out_interpreter_exit(py: Python<'_>) {
-    if !attach::exiting() {
+    if !attach::exit_started() {
         return;
     }
     let on_main = py

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from dataloader_api.contract import BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
-from dataloader_api.kit import ThreadPool
+from dataloader_api.kit import ThreadPool, _exit
 
 
 class _Wrapped:
@@ -196,6 +196,19 @@ class _StallPool(_Wrapped):
         self.inner.join()
 
 
+class _ExitPool(_Wrapped):
+    """Left out of the exit hook: interpreter exit neither closes it nor lets its
+    running jobs return, so a job inside native code is ended by finalization."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        super().__init__(spec)
+        _exit._live_pools.discard(self.inner)
+
+    def close(self) -> None:
+        self.inner.close()
+        _exit._closed_pools.remove(self.inner)
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -219,3 +232,4 @@ BrokenRotation = _backend("broken-rotation", _RotatedPool)
 BrokenSerial = _backend("broken-serial", _SerialPool)
 BrokenInit = _backend("broken-init", _InitPool)
 BrokenStall = _backend("broken-stall", _StallPool)
+BrokenExit = _backend("broken-exit", _ExitPool)

@@ -23,8 +23,8 @@ from dataloader_api.kit import (
     IterableStream,
     MapStream,
     PoolClosedError,
+    pool_closed,
     register_pool,
-    unregister_pool,
 )
 
 IDLE_WAKE = 0.2  # seconds an idle pool thread sleeps between wake-ups
@@ -126,7 +126,7 @@ class MinimalPool:
             epoch.close()  # no job of theirs starts from now on
         for _ in self._threads:
             self._tasks.put(None)  # each thread ends once idle; nothing waits here
-        unregister_pool(self)
+        pool_closed(self)
 
     def join(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
