@@ -351,6 +351,7 @@ def torch_parity(session: nox.Session) -> None:
         "pytest",
         "-q",
         "tests/test_torch_compat.py",
+        "tests/test_torch_exit.py",
         "tests/test_distributed.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
