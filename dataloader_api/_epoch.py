@@ -23,6 +23,7 @@ from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
 from ._resume import ResumePoint, capture_epoch_start, resume_point
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
+from ._torch_worker_info import patch_torch_worker_info
 from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
@@ -32,6 +33,7 @@ __all__ = ["epoch_length", "start_epoch"]
 
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
+    patch_torch_worker_info()  # torch's get_worker_info() answers in our threads too
     if options.persistent_workers:
         # One epoch at a time on the shared pool, as torch resets its iterator.
         previous = state.live()

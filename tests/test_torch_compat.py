@@ -14,6 +14,7 @@ from torch.utils.data import Dataset as TorchDataset  # noqa: E402
 from torch.utils.data import IterableDataset as TorchIterableDataset  # noqa: E402
 from torch.utils.data import get_worker_info as torch_get_worker_info  # noqa: E402
 
+import dataloader_api  # noqa: E402
 from dataloader_api import DataLoader, default_collate, get_worker_info, torch_collate  # noqa: E402
 
 Pair = collections.namedtuple("Pair", "a b")
@@ -131,3 +132,62 @@ def test_torch_generator_drives_shuffling():
     a = [b.tolist() for b in DataLoader(range(20), batch_size=5, shuffle=True, generator=g1)]
     b = [b.tolist() for b in DataLoader(range(20), batch_size=5, shuffle=True, generator=g2)]
     assert a == b and sorted(i for batch in a for i in batch) == list(range(20))
+
+
+class TorchSharded(TorchIterableDataset):
+    """PyTorch's documented sharding idiom, through torch's own get_worker_info."""
+
+    def __init__(self, length):
+        self.length = length
+        self.seen = []
+
+    def __iter__(self):
+        info = torch_get_worker_info()
+        self.seen.append(None if info is None else (info.id, info.num_workers))
+        if info is None:
+            return iter(range(self.length))
+        return iter(range(info.id, self.length, info.num_workers))
+
+
+@pytest.mark.parametrize("backend", ["threads", "rust", "cffi"])
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+def test_torchs_get_worker_info_shards_an_iterable_dataset(backend, num_workers):
+    """It said None in our threads: every worker yielded the whole stream."""
+    if backend not in dataloader_api.backends():
+        pytest.skip(f"backend {backend!r} is not installed here")
+    dataset = TorchSharded(10)
+    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, backend=backend)
+    assert sorted(int(x) for x in loader) == list(range(10))
+    assert torch_get_worker_info() is None  # still None outside the workers
+
+
+def test_torchs_get_worker_info_in_a_map_style_worker_matches_ours():
+    class Probe(TorchDataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, index):
+            theirs, ours = torch_get_worker_info(), get_worker_info()
+            return (theirs.id, theirs.num_workers, theirs.seed, ours.id, ours.seed)
+
+    loader = DataLoader(Probe(), batch_size=4, num_workers=2, collate_fn=list)
+    rows = [row for batch in loader for row in batch]
+    assert len(rows) == 64
+    assert {(t_id, n) for t_id, n, *_ in rows} <= {(0, 2), (1, 2)}
+    assert all(t_id == o_id and t_seed == o_seed for t_id, _, t_seed, o_id, o_seed in rows)
+
+
+@pytest.mark.parametrize("collate_fn", [torch_collate, torch.utils.data.default_collate])
+def test_torch_collation_in_our_threads_opens_no_shared_memory(collate_fn):
+    """torch's collate puts batches in shared memory when it believes it runs in a
+    worker process: in a thread that leaks file descriptors until they run out."""
+
+    class Tensors(TorchDataset):
+        def __len__(self):
+            return 4000
+
+        def __getitem__(self, index):
+            return torch.ones(4)
+
+    batches = DataLoader(Tensors(), batch_size=8, num_workers=2, collate_fn=collate_fn)
+    assert not any(batch.is_shared() for batch in batches)
