@@ -5,31 +5,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Generic, TypeVar
 
 import numpy as np
 
 __all__ = ["Dataset", "IterableDataset", "SyntheticImages"]
 
+T_co = TypeVar("T_co", covariant=True)
 
-class Dataset:
-    """A map-style dataset: ``__getitem__(index)`` and ``__len__()``."""
 
-    def __getitem__(self, index: int) -> Any:
+class Dataset(Generic[T_co]):
+    """A map-style dataset: ``__getitem__(index)`` and ``__len__()``; generic like
+    torch's (``Dataset[Tensor]``)."""
+
+    def __getitem__(self, index: int) -> T_co:
         raise NotImplementedError
 
     def __len__(self) -> int:
         raise NotImplementedError
 
 
-class IterableDataset:
+class IterableDataset(Generic[T_co]):
     """An iterable dataset: ``__iter__()``; each worker iterates its own shallow copy."""
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError
 
 
-class SyntheticImages(Dataset):
+class SyntheticImages(Dataset[tuple[np.ndarray, int]]):
     """``length`` items of a ``shape`` float32 array and an int64 label, made on demand.
 
     Each item is a deterministic function of its index and ``seed``: raw bytes

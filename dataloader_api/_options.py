@@ -8,15 +8,21 @@ function, the backend) are made here too, so an epoch only executes them.
 
 from __future__ import annotations
 
-import importlib.util
-import multiprocessing.context
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import _collate
-from ._aio import EVENT_LOOPS, async_getitem
+from ._aio import async_getitem
 from ._distributed import rank_and_world_size
+from ._option_checks import (
+    check_async,
+    check_bool,
+    check_callable,
+    check_items_in_parallel,
+    check_multiprocessing_context,
+    check_positive_int,
+)
 from ._registry import resolve_backend
 from ._samplers import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
@@ -25,7 +31,6 @@ from .contract import Backend
 
 __all__ = ["LoaderOptions", "build_options", "is_iterable_dataset"]
 
-_START_METHODS = ("fork", "spawn", "forkserver")
 # Tags that keep the sampler's and the workers' seed streams independent.
 _SAMPLER_SEED_TAG = 0
 _WORKER_SEED_TAG = 1
@@ -99,22 +104,6 @@ def is_iterable_dataset(dataset: Any) -> bool:
     return not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")
 
 
-def check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} should be a bool, but got {name}={value!r}")
-    return value
-
-
-def check_positive_int(name: str, value: Any, allowed: str = "a positive int") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} option should be {allowed}, but got {name}={value!r}")
-
-
-def _check_callable(name: str, value: Any) -> None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} should be callable or None, but got {type(value).__name__}")
-
-
 def build_options(
     dataset: Any,
     batch_size: int | None,
@@ -161,14 +150,25 @@ def build_options(
             prefetch_factor = 2
         else:
             check_positive_int("prefetch_factor", prefetch_factor)
-    if check_bool("persistent_workers", persistent_workers) and num_workers == 0:
+    # torch takes any truthy value for these four flags (shuffle=1, np.True_, ...).
+    persistent_workers, pin_memory, in_order = (
+        bool(persistent_workers),
+        bool(pin_memory),
+        bool(in_order),
+    )
+    if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
-    _check_multiprocessing_context(multiprocessing_context, num_workers)
-    _check_callable("collate_fn", collate_fn)
-    _check_callable("worker_init_fn", worker_init_fn)
-    check_bool("pin_memory", pin_memory)
-    check_bool("in_order", in_order)
-    check_bool("drop_last", drop_last)
+    if timeout > 0 and num_workers == 0:
+        raise ValueError(
+            f"timeout={timeout!r} needs worker threads (num_workers > 0): with "
+            "num_workers=0 the calling thread loads each batch, there is nothing to wait "
+            "for (torch fails on it when iterating); use timeout=0 or num_workers > 0"
+        )
+    check_multiprocessing_context(multiprocessing_context, num_workers)
+    check_callable("collate_fn", collate_fn)
+    check_callable("worker_init_fn", worker_init_fn)
+    if not isinstance(drop_last, bool):
+        raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last!r}")
     if not isinstance(pin_memory_device, str):
         raise TypeError(
             f"pin_memory_device should be a str, but got pin_memory_device={pin_memory_device!r}"
@@ -178,7 +178,7 @@ def build_options(
             f"pin_memory_device={pin_memory_device!r} only applies with pin_memory=True"
         )
     if shuffle is not None:
-        check_bool("shuffle", shuffle)
+        shuffle = bool(shuffle)
     check_bool("distributed", distributed)
     if distributed and generator is not None:
         raise ValueError(
@@ -241,6 +241,11 @@ def build_options(
         )
 
     if not iterable and sampler is None:
+        if shuffle and not hasattr(dataset, "__len__"):
+            raise TypeError(
+                f"shuffle=True needs the dataset's length, but {type(dataset).__name__} has no "
+                "__len__; define it, or pass a sampler"
+            )
         if shuffle:
             sampler_seed = (
                 None if generator is not None else derive_seed(seeds.base_seed, _SAMPLER_SEED_TAG)
@@ -259,11 +264,11 @@ def build_options(
     resolved = resolve_backend(backend) if num_workers > 0 or backend is not None else None
     check_positive_int("items_in_parallel", items_in_parallel)
     if items_in_parallel > 1:
-        _check_items_in_parallel(
+        check_items_in_parallel(
             items_in_parallel, dataset, num_workers, iterable or not auto_collation, resolved
         )
     agetitem = None if iterable else async_getitem(dataset)
-    _check_async(dataset, agetitem, items_in_parallel, max_concurrency, event_loop)
+    check_async(dataset, agetitem, items_in_parallel, max_concurrency, event_loop)
     if not isinstance(epoch_summary, bool) and not callable(epoch_summary):
         raise TypeError(
             "epoch_summary should be a bool or a callable taking EpochStats, but got "
@@ -303,98 +308,3 @@ def build_options(
         agetitem=agetitem,
         worker_seed_base=worker_seed_base,
     )
-
-
-def _check_multiprocessing_context(context: Any, num_workers: int) -> None:
-    if context is None:
-        return
-    if num_workers == 0:
-        raise ValueError(
-            "multiprocessing_context can only be used with worker threads "
-            f"(num_workers > 0), but got num_workers={num_workers}"
-        )
-    if isinstance(context, str):
-        if context not in _START_METHODS:
-            raise ValueError(
-                "multiprocessing_context option should specify a valid start method in "
-                f"{list(_START_METHODS)!r}, but got multiprocessing_context={context!r}"
-            )
-    elif not isinstance(context, multiprocessing.context.BaseContext):
-        raise TypeError(
-            "multiprocessing_context option must be a valid context object or a string "
-            f"specifying the start method, but got multiprocessing_context={context!r}"
-        )
-
-
-def _check_items_in_parallel(
-    items_in_parallel: int,
-    dataset: Any,
-    num_workers: int,
-    not_batched_map: bool,
-    backend: Backend | None,
-) -> None:
-    given = f"items_in_parallel={items_in_parallel}"
-    if num_workers == 0:
-        raise ValueError(f"{given} needs worker threads: set num_workers > 0")
-    if not_batched_map:
-        raise ValueError(
-            f"{given} splits a batch of a map-style dataset into __getitem__ calls; "
-            "it needs a map-style dataset and batch_size or batch_sampler"
-        )
-    if getattr(dataset, "__getitems__", None) is not None:
-        raise ValueError(
-            f"{given} splits a batch into __getitem__ calls, but this dataset defines "
-            "__getitems__, which fetches a batch in one call"
-        )
-    if backend is None or not backend.supports_items_in_parallel:
-        name = backend.name if backend is not None else None
-        raise ValueError(
-            f"{given} is not supported by backend {name!r}, which runs "
-            "each batch on one thread; use backend='rust' or items_in_parallel=1"
-        )
-
-
-def _check_async(
-    dataset: Any,
-    agetitem: Callable[[Any], Any] | None,
-    items_in_parallel: int,
-    max_concurrency: Any,
-    event_loop: Any,
-) -> None:
-    if max_concurrency is not None:
-        check_positive_int("max_concurrency", max_concurrency, "a positive int or None")
-    if event_loop not in EVENT_LOOPS:
-        raise ValueError(
-            f"event_loop option should be one of {', '.join(map(repr, EVENT_LOOPS))}, "
-            f"but got event_loop={event_loop!r}"
-        )
-    given = [
-        f"{name}={value!r}"
-        for name, value, default in (
-            ("max_concurrency", max_concurrency, None),
-            ("event_loop", event_loop, "auto"),
-        )
-        if value != default
-    ]
-    if agetitem is None:
-        if given:
-            raise ValueError(
-                f"{' and '.join(given)} only apply to async datasets (a map-style dataset "
-                "with an async def __getitem__ or __agetitem__); this one is not async"
-            )
-        return
-    if items_in_parallel > 1:
-        raise ValueError(
-            f"items_in_parallel={items_in_parallel} does not apply to an async "
-            "dataset: the items of a batch already run concurrently (see max_concurrency)"
-        )
-    if getattr(dataset, "__getitems__", None) is not None:
-        raise ValueError(
-            "this dataset has both a coroutine item getter and __getitems__; "
-            "the loader would not know which to use: keep one"
-        )
-    if event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
-        raise ValueError(
-            "event_loop='uvloop' needs uvloop, which is not installed; "
-            "pip install uvloop, or use event_loop='auto' or 'asyncio'"
-        )

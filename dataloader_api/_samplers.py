@@ -198,10 +198,12 @@ class BatchSampler(Sampler[list[int]]):
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not is_int(batch_size) or batch_size <= 0:
             raise ValueError(
-                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+                f"batch_size should be a positive integer value, but got batch_size={batch_size!r}"
             )
         if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+            raise ValueError(
+                f"drop_last should be a boolean value, but got drop_last={drop_last!r}"
+            )
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.drop_last = drop_last

@@ -110,7 +110,7 @@ class Recorder:
         return index
 
 
-class ResumableShards(IterableDataset):
+class ResumableShards(IterableDataset[int]):
     """``range(n)`` in strided shards, one per worker (torch's idiom), that
     follows the resume protocol: it reports, and can be told, where it is."""
 

@@ -191,3 +191,50 @@ def test_torch_collation_in_our_threads_opens_no_shared_memory(collate_fn):
 
     batches = DataLoader(Tensors(), batch_size=8, num_workers=2, collate_fn=collate_fn)
     assert not any(batch.is_shared() for batch in batches)
+
+
+class NoLen:
+    def __getitem__(self, index):
+        return index
+
+
+# torch's own rules, applied to both loaders (construction and one batch).
+TORCH_ARGUMENT_TABLE = [
+    {"shuffle": 1},
+    {"shuffle": "yes"},
+    {"drop_last": 1},
+    {"drop_last": np.True_},
+    {"pin_memory": 0},
+    {"num_workers": 1, "persistent_workers": 1},
+    {"num_workers": 1, "in_order": 1},
+    {"batch_size": "8"},
+    {"batch_size": 0},
+    {"num_workers": -1},
+    {"timeout": -1},
+    {"prefetch_factor": 2},
+    {"persistent_workers": True},
+    {"shuffle": True, "sampler": [0, 1]},
+    {"batch_sampler": [[0, 1]], "batch_size": 2},
+    {"batch_sampler": [[0, 1]], "shuffle": True},
+    {"batch_size": None, "drop_last": True},
+    {"num_workers": 1, "multiprocessing_context": "thread"},
+    {"dataset": NoLen(), "shuffle": True},
+]
+
+
+def _outcome(loader_class, kwargs):
+    kwargs = dict(kwargs)
+    dataset = kwargs.pop("dataset", list(range(10)))
+    try:
+        next(iter(loader_class(dataset, **kwargs)))
+    except Exception as error:
+        return type(error)
+    return None
+
+
+@pytest.mark.parametrize("kwargs", TORCH_ARGUMENT_TABLE, ids=repr)
+def test_argument_rules_match_torchs(kwargs):
+    """The same exception type as torch's DataLoader (or none), for each combination."""
+    theirs = _outcome(TorchDataLoader, kwargs)
+    ours = _outcome(DataLoader, kwargs)
+    assert ours is theirs or (theirs is not None and ours is not None and issubclass(ours, theirs))

@@ -51,8 +51,9 @@ DATA = list(range(10))
         ),
         ({"batch_size": 0}, ValueError, "batch_size should be a positive integer value"),
         ({"batch_size": True}, ValueError, "batch_size should be a positive integer value"),
-        ({"drop_last": 1}, TypeError, "drop_last should be a bool"),
-        ({"shuffle": "yes"}, TypeError, "shuffle should be a bool"),
+        ({"drop_last": 1}, ValueError, "drop_last should be a boolean value, but got drop_last=1"),
+        ({"batch_size": "8"}, ValueError, "but got batch_size='8'"),
+        ({"timeout": 1}, ValueError, "timeout=1 needs worker threads (num_workers > 0)"),
         (
             {"multiprocessing_context": "spawn"},
             ValueError,
@@ -67,7 +68,6 @@ DATA = list(range(10))
         ({"collate_fn": 3}, TypeError, "collate_fn should be callable"),
         ({"worker_init_fn": "f"}, TypeError, "worker_init_fn should be callable"),
         ({"pin_memory_device": "cuda"}, ValueError, "only applies with pin_memory=True"),
-        ({"in_order": None}, TypeError, "in_order should be a bool"),
         ({"seed": 1, "generator": RandomSampler(DATA)}, ValueError, "mutually exclusive"),
         ({"seed": "1"}, TypeError, "seed should be an int"),
         ({"generator": object()}, TypeError, "generator should be a torch.Generator"),
@@ -204,3 +204,36 @@ def test_other_options_are_read_only_not_silently_ignored():
 
 def test_dataloader_is_generic_like_torchs():
     assert DataLoader[int] is not None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"shuffle": 1},
+        {"shuffle": "yes"},
+        {"pin_memory": 0},
+        {"num_workers": 1, "persistent_workers": 1},
+        {"num_workers": 1, "in_order": 1},
+        {"num_workers": 1, "in_order": None},
+    ],
+)
+def test_truthy_flags_are_accepted_as_torch_accepts_them(kwargs):
+    loader = DataLoader(DATA, batch_size=5, **kwargs)
+    assert sorted(i for b in loader for i in b.tolist()) == DATA
+    for name in set(kwargs) - {"num_workers", "shuffle"}:
+        assert getattr(loader, name) is bool(kwargs[name])
+
+
+def test_shuffle_on_a_dataset_without_len_fails_at_construction():
+    class NoLen:
+        def __getitem__(self, index):
+            return index
+
+    with pytest.raises(TypeError, match="shuffle=True needs the dataset's length, but NoLen has"):
+        DataLoader(NoLen(), shuffle=True)
+
+
+def test_datasets_are_generic_like_torchs():
+    from dataloader_api import Dataset, IterableDataset
+
+    assert Dataset[int] is not None and IterableDataset[str] is not None
