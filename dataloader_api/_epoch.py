@@ -253,7 +253,7 @@ def _start_stream(
 
         def on_stream_timeout(position: int) -> BaseException:
             return DataLoaderTimeoutError(
-                f"DataLoader timed out after {options.timeout:g} s waiting for batch "
+                f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
                 f"{position} of the iterable dataset"
             )
 
@@ -269,7 +269,7 @@ def _start_stream(
         indices = plan.indices_of(position)
         which = f" (indices {indices!r})" if indices is not None else ""
         return DataLoaderTimeoutError(
-            f"DataLoader timed out after {options.timeout:g} s waiting for batch "
+            f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
             f"{position + skip}{which}"
         )
 

@@ -168,7 +168,8 @@ def test_timeout_names_the_batch():
     next(it), next(it)
     start = time.monotonic()
     with pytest.raises(
-        DataLoaderTimeoutError, match=r"0.3 s waiting for batch 2 \(indices \[4, 5\]\)"
+        DataLoaderTimeoutError,
+        match=r"^DataLoader timed out after 0.3 seconds, waiting for batch 2 \(indices \[4, 5\]\)",
     ):
         next(it)
     assert time.monotonic() - start < 1.5

@@ -238,3 +238,31 @@ def test_argument_rules_match_torchs(kwargs):
     theirs = _outcome(TorchDataLoader, kwargs)
     ours = _outcome(DataLoader, kwargs)
     assert ours is theirs or (theirs is not None and ours is not None and issubclass(ours, theirs))
+
+
+class SlowSecondItem(TorchDataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        if index == 1:
+            import time
+
+            time.sleep(2.0)
+        return index
+
+
+def test_timeout_message_starts_with_torchs_wording():
+    """Code that matches torch's message keeps working; our detail comes after it."""
+    errors = []
+    for loader_class in (TorchDataLoader, DataLoader):
+        loader = loader_class(SlowSecondItem(), batch_size=None, num_workers=1, timeout=0.3)
+        iterator = iter(loader)
+        next(iterator)
+        with pytest.raises(RuntimeError) as raised:
+            next(iterator)
+        errors.append(str(raised.value))
+        del iterator
+    theirs, ours = errors
+    assert theirs == "DataLoader timed out after 0.3 seconds"
+    assert ours.startswith(theirs + ", waiting for batch 1")
