@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import gc
 
 import numpy as np
 import pytest
@@ -252,17 +253,27 @@ class SlowSecondItem(TorchDataset):
         return index
 
 
+def timeout_message(loader_class):
+    """The error of a second `next` that waits for a 2 s item with timeout=0.3.
+
+    Only the message leaves this function, so the iterator (and, for torch, its
+    worker process) is shut down on return, not by a later garbage collection
+    while the next loader waits: that stall once let our slow item arrive in time."""
+    loader = loader_class(SlowSecondItem(), batch_size=None, num_workers=1, timeout=0.3)
+    iterator = iter(loader)
+    next(iterator)
+    try:
+        next(iterator)
+    except RuntimeError as error:
+        return str(error)
+    pytest.fail(f"{loader_class.__module__}.DataLoader did not time out")
+
+
 def test_timeout_message_starts_with_torchs_wording():
     """Code that matches torch's message keeps working; our detail comes after it."""
-    errors = []
-    for loader_class in (TorchDataLoader, DataLoader):
-        loader = loader_class(SlowSecondItem(), batch_size=None, num_workers=1, timeout=0.3)
-        iterator = iter(loader)
-        next(iterator)
-        with pytest.raises(RuntimeError) as raised:
-            next(iterator)
-        errors.append(str(raised.value))
-        del iterator
-    theirs, ours = errors
+    gc.collect()  # earlier tests' torch iterators join their workers now, not mid-wait
+    theirs = timeout_message(TorchDataLoader)
+    gc.collect()
+    ours = timeout_message(DataLoader)
     assert theirs == "DataLoader timed out after 0.3 seconds"
     assert ours.startswith(theirs + ", waiting for batch 1")
