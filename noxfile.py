@@ -345,14 +345,16 @@ def bench_report(session: nox.Session) -> None:
 @nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)
 def torch_parity(session: nox.Session) -> None:
     """The tests that compare with PyTorch or need it, with PyTorch installed: parity of
-    samplers and collation, and a real two-process torch.distributed (gloo) job."""
-    install_project(session, "torch", *TEST_DEPS)
+    samplers and collation, a real two-process torch.distributed (gloo) job, and
+    two-process Lightning DDP and accelerate runs on our loader."""
+    install_project(session, "torch", "lightning", "accelerate", *TEST_DEPS)
     session.run(
         "pytest",
         "-q",
         "tests/test_torch_compat.py",
         "tests/test_torch_exit.py",
         "tests/test_distributed.py",
+        "tests/test_frameworks.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
         "tests/test_validation.py",

@@ -15,6 +15,7 @@ from itertools import islice
 from typing import Any
 
 from ._aio import AsyncEpoch, AsyncRunner
+from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._iterator import CallingThreadBatches, LoaderIterator
 from ._options import LoaderOptions
@@ -34,6 +35,7 @@ __all__ = ["epoch_length", "start_epoch"]
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
     patch_torch_worker_info()  # torch's get_worker_info() answers in our threads too
+    warn_if_unsharded(options.distributed, options.sampler, options.batch_sampler)
     if options.persistent_workers:
         # One epoch at a time on the shared pool, as torch resets its iterator.
         previous = state.live()

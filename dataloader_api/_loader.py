@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ._epoch import epoch_length, start_epoch
+from ._frameworks import hook_frameworks
 from ._iterator import LoaderIterator
 from ._options import LoaderOptions, build_options
 from ._resume import load_state, take_state
@@ -65,6 +66,7 @@ class DataLoader(Generic[T_co]):
 
     _options: LoaderOptions
     _state: LoaderState
+    _arguments: dict[str, Any]
 
     def __init__(
         self,
@@ -88,13 +90,14 @@ class DataLoader(Generic[T_co]):
         in_order: bool = True,
         backend: str | None = None,
         seed: int | None = None,
-        distributed: bool = False,
+        distributed: bool | None = None,
         items_in_parallel: int = 1,
         max_concurrency: int | None = None,
         event_loop: str = "auto",
         epoch_summary: bool | Callable[[EpochStats], None] = False,
         collect_stats: bool = False,
     ) -> None:
+        arguments = {name: value for name, value in locals().items() if name != "self"}
         options = build_options(
             dataset,
             batch_size,
@@ -123,6 +126,8 @@ class DataLoader(Generic[T_co]):
             collect_stats,
         )
         object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_arguments", arguments)
+        hook_frameworks(DataLoader)  # Lightning and accelerate then shard this loader
         object.__setattr__(self, "_state", LoaderState.new(options.worker_seed_base))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -151,8 +156,17 @@ class DataLoader(Generic[T_co]):
     in_order = _option("in_order")
     seed = _option("seed")
     distributed = _option("distributed")
-    rank = _option("rank", "This process's rank (0 unless ``distributed=True``).")
-    world_size = _option("world_size", "The number of ranks (1 unless ``distributed=True``).")
+
+    @property
+    def rank(self) -> int:
+        """This process's rank (0 unless ``distributed=True``), looked up when asked."""
+        return self._options.ranks()[0]
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks (1 unless ``distributed=True``), looked up when asked."""
+        return self._options.ranks()[1]
+
     backend_name = _option("backend_name", "The backend that runs the workers, or None.")
     items_in_parallel = _option("items_in_parallel")
     max_concurrency = _option("max_concurrency")
@@ -179,6 +193,29 @@ class DataLoader(Generic[T_co]):
                 f"loader's sampler is {type(self._options.sampler).__name__}"
             )
         set_epoch(epoch)
+
+    def _sharded_copy(self, seed: int = 0) -> DataLoader[T_co] | None:
+        """This loader built again with ``distributed=True``, for a training framework
+        that shards the loaders handed to it (``_frameworks``); ``seed`` shuffles if
+        the loader has none. None where the framework would not shard a torch loader
+        either (iterable datasets) or where the user chose (``distributed`` given, a
+        sampler of theirs): the epoch-start warning speaks for those."""
+        arguments = self._arguments
+        if (
+            arguments["distributed"] is not None
+            or self._options.is_iterable
+            or arguments["sampler"] is not None
+            or arguments["batch_sampler"] is not None
+        ):
+            return None
+        if arguments["seed"] is None:
+            arguments = {**arguments, "seed": seed}
+        # Every rank must shuffle alike: the seed does, a generator's state may not.
+        arguments = {**arguments, "distributed": True, "generator": None}
+        try:
+            return type(self)(**arguments)
+        except TypeError:  # a subclass with other arguments: it says for itself
+            return None
 
     def close(self) -> None:
         """End the current epoch and the persistent worker threads, if any."""

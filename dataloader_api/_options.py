@@ -57,9 +57,8 @@ class LoaderOptions:
     persistent_workers: bool
     in_order: bool
     seed: int | None
-    distributed: bool
-    rank: int
-    world_size: int
+    # None: not said. False silences the warning of an unsharded loader in a job.
+    distributed: bool | None
     backend: Backend | None
     items_in_parallel: int
     max_concurrency: int | None
@@ -78,6 +77,15 @@ class LoaderOptions:
     def window(self) -> int:
         """Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``."""
         return self.num_workers * (self.prefetch_factor or 0)
+
+    def ranks(self) -> tuple[int, int]:
+        """This process's rank and the world size: looked up now (an epoch start),
+        not at construction, so a loader may be built before the process group."""
+        if not self.distributed:
+            return 0, 1
+        if isinstance(self.sampler, DistributedSampler):
+            return self.sampler.rank, self.sampler.num_replicas
+        return rank_and_world_size()
 
     @property
     def backend_name(self) -> str | None:
@@ -124,7 +132,7 @@ def build_options(
     in_order: bool,
     backend: str | None,
     seed: int | None,
-    distributed: bool,
+    distributed: bool | None,
     items_in_parallel: int,
     max_concurrency: int | None,
     event_loop: str,
@@ -179,7 +187,8 @@ def build_options(
         )
     if shuffle is not None:
         shuffle = bool(shuffle)
-    check_bool("distributed", distributed)
+    if distributed is not None:
+        check_bool("distributed", distributed)
     if distributed and generator is not None:
         raise ValueError(
             "distributed=True shuffles from seed, which must be the same on every rank; "
@@ -215,7 +224,6 @@ def build_options(
             f"but got {type(dataset).__name__}"
         )
     shuffle = bool(shuffle)
-    rank, world_size = rank_and_world_size() if distributed else (0, 1)
     if distributed and not iterable:
         if sampler is not None or batch_sampler is not None:
             raise ValueError(
@@ -223,7 +231,7 @@ def build_options(
                 "exclusive with sampler and batch_sampler (or pass a DistributedSampler "
                 "as sampler without distributed=True)"
             )
-        sampler = DistributedSampler(dataset, world_size, rank, shuffle=shuffle, seed=seed or 0)
+        sampler = DistributedSampler.ranked_at_first_use(dataset, shuffle=shuffle, seed=seed or 0)
         shuffle = False
     if sampler is not None and shuffle:
         raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -295,8 +303,6 @@ def build_options(
         in_order=in_order,
         seed=seed,
         distributed=distributed,
-        rank=rank,
-        world_size=world_size,
         backend=resolved,
         items_in_parallel=items_in_parallel,
         max_concurrency=max_concurrency,

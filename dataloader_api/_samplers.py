@@ -248,6 +248,18 @@ def _distributed_defaults(num_replicas: int | None, rank: int | None) -> tuple[i
     )
 
 
+def _checked_ranks(num_replicas: Any, rank: Any) -> tuple[int, int]:
+    if not is_int(num_replicas) or num_replicas <= 0:
+        raise ValueError(
+            f"num_replicas should be a positive integer, but got num_replicas={num_replicas!r}"
+        )
+    if not is_int(rank) or rank >= num_replicas or rank < 0:
+        raise ValueError(
+            f"Invalid rank {rank!r}, rank should be in the interval [0, {num_replicas - 1}]"
+        )
+    return int(num_replicas), int(rank)
+
+
 class DistributedSampler(Sampler[int]):
     """The shard of one rank, index for index equal to ``torch.utils.data.DistributedSampler``.
 
@@ -266,24 +278,45 @@ class DistributedSampler(Sampler[int]):
         seed: int = 0,
         drop_last: bool = False,
     ) -> None:
-        num_replicas, rank = _distributed_defaults(num_replicas, rank)
-        if not is_int(num_replicas) or num_replicas <= 0:
-            raise ValueError(
-                f"num_replicas should be a positive integer, but got num_replicas={num_replicas}"
-            )
-        if not is_int(rank) or rank >= num_replicas or rank < 0:
-            raise ValueError(
-                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
-            )
+        self._set_options(dataset, shuffle, seed, drop_last)
+        self._ranks: tuple[int, int] | None = _checked_ranks(
+            *_distributed_defaults(num_replicas, rank)
+        )
+
+    @classmethod
+    def ranked_at_first_use(cls, dataset: Sized, shuffle: bool, seed: int) -> DistributedSampler:
+        """A sampler whose rank and world size are looked up when first needed (an
+        epoch or ``len``), so that it may be built before the process group exists."""
+        sampler = cls.__new__(cls)
+        sampler._set_options(dataset, shuffle, seed, False)
+        sampler._ranks = None
+        # Each iter() then reshuffles on its own (a framework may never call
+        # set_epoch); set_epoch(e) still sets the next epoch, alike on every rank.
+        sampler._counts_epochs = True
+        return sampler
+
+    def _set_options(self, dataset: Sized, shuffle: bool, seed: int, drop_last: bool) -> None:
         if not is_int(seed):
             raise TypeError(f"seed should be an int, but got seed={seed!r}")
         self.dataset = dataset
-        self.num_replicas = int(num_replicas)
-        self.rank = int(rank)
         self.epoch = 0
+        self._counts_epochs = False
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
+
+    def _resolved(self) -> tuple[int, int]:
+        if self._ranks is None:
+            self._ranks = _checked_ranks(*_distributed_defaults(None, None))
+        return self._ranks
+
+    @property
+    def num_replicas(self) -> int:
+        return self._resolved()[0]
+
+    @property
+    def rank(self) -> int:
+        return self._resolved()[1]
 
     @property
     def num_samples(self) -> int:
@@ -298,11 +331,12 @@ class DistributedSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
-        if self.shuffle:
-            indices = torch_random.randperm(n, self.seed + self.epoch)
-        else:
-            indices = list(range(n))
+        epoch = self.epoch
+        if self._counts_epochs:
+            self.epoch += 1
+        indices = torch_random.randperm(n, self.seed + epoch) if self.shuffle else list(range(n))
         total = self.total_size
+        num_replicas, rank = self._resolved()
         if not self.drop_last:
             padding = total - len(indices)
             if padding <= len(indices):
@@ -311,7 +345,7 @@ class DistributedSampler(Sampler[int]):
                 indices += (indices * math.ceil(padding / len(indices)))[:padding]
         else:
             indices = indices[:total]
-        return iter(indices[self.rank : total : self.num_replicas])
+        return iter(indices[rank:total:num_replicas])
 
     def __len__(self) -> int:
         return self.num_samples

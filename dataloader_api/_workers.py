@@ -31,7 +31,7 @@ class Workers:
 
 def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
     workers = max(1, options.num_workers)
-    rank, world_size = options.rank, options.world_size
+    rank, world_size = options.ranks()
     if options.distributed and options.is_iterable:
         # Shards count across ranks, so torch's sharding idiom splits both ways.
         return WorkerInfo(

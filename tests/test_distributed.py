@@ -28,22 +28,30 @@ RANK_PROGRAM = textwrap.dedent("""
             info = get_worker_info()
             return iter(range(info.id, 40, info.num_workers))
 
+    # Built before the process group exists: ranks are looked up when an epoch starts.
+    loader = DataLoader(list(range(50)), batch_size=4, shuffle=True, seed=3, num_workers=2,
+                        distributed=True)
+    stream_loader = DataLoader(Shards(), batch_size=3, num_workers=2, distributed=True)
     if os.environ.get("USE_GLOO") == "1":
         import datetime, torch.distributed as dist
         rank, world = int(sys.argv[1]), int(sys.argv[2])
         os.environ.pop("RANK", None); os.environ.pop("WORLD_SIZE", None)
         dist.init_process_group("gloo", init_method=sys.argv[3], rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=60))
-    loader = DataLoader(list(range(50)), batch_size=4, shuffle=True, seed=3, num_workers=2,
-                        distributed=True)
     epochs = []
     for epoch in range(2):
         loader.set_epoch(epoch)
         epochs.append([i for batch in loader for i in batch.tolist()])
-    stream = [i for b in DataLoader(Shards(), batch_size=3, num_workers=2, distributed=True)
-              for i in b.tolist()]
+    stream = [i for b in stream_loader for i in b.tolist()]
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):  # unsharded in a job of 2 ranks: one warning per process
+            list(DataLoader(list(range(8)), batch_size=4))
+        list(DataLoader(list(range(8)), batch_size=4, distributed=False))  # replicated on purpose
+    unsharded_warnings = [str(w.message) for w in caught if "not sharded" in str(w.message)]
     result = {"rank": loader.rank, "world": loader.world_size, "epochs": epochs,
-              "stream": stream}
+              "stream": stream, "unsharded_warnings": unsharded_warnings}
     if os.environ.get("USE_GLOO") == "1":
         gathered = [None, None]
         dist.all_gather_object(gathered, result)
@@ -113,13 +121,23 @@ def test_real_torch_distributed_gloo_job():
     results = run_ranks(2, gloo=True)
     check_shards(results, 2)
     assert all(r["gathered_ranks"] == [0, 1] for r in results)
+    for r in results:  # once per process, naming both fixes
+        [message] = r["unsharded_warnings"]
+        assert "torch.distributed has 2 ranks" in message
+        assert "distributed=True" in message and "distributed=False" in message
 
 
-def test_distributed_without_a_job_says_what_it_needs(monkeypatch):
+def test_distributed_without_a_job_says_what_it_needs_when_an_epoch_starts(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    with pytest.raises(RuntimeError, match="RANK and WORLD_SIZE"):
-        DataLoader(list(range(4)), distributed=True)
+    loader = DataLoader(list(range(4)), distributed=True)  # the job may start later
+    for start in (iter, len):
+        with pytest.raises(RuntimeError, match="RANK and WORLD_SIZE"):
+            start(loader)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert [b.tolist() for b in loader] == [[1], [3]]
+    assert (loader.rank, loader.world_size) == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -129,8 +147,9 @@ def test_distributed_without_a_job_says_what_it_needs(monkeypatch):
 def test_bad_torchrun_environment(monkeypatch, rank, world, message):
     monkeypatch.setenv("RANK", rank)
     monkeypatch.setenv("WORLD_SIZE", world)
+    loader = DataLoader(list(range(4)), distributed=True)
     with pytest.raises(ValueError, match=message):
-        DataLoader(list(range(4)), distributed=True)
+        iter(loader)
 
 
 def test_distributed_conflicts_are_named(monkeypatch):
@@ -165,3 +184,19 @@ def test_calling_thread_gets_its_ranks_shard(monkeypatch):
         7,
         9,
     ]
+
+
+def test_each_epoch_reshuffles_without_set_epoch_alike_on_every_rank(monkeypatch):
+    """A framework may never call set_epoch: each iter() moves to the next epoch's
+    shuffle, the same on every rank, so the ranks' shares still partition the data."""
+    epochs_by_rank = []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        loader = DataLoader(list(range(20)), batch_size=5, shuffle=True, distributed=True)
+        epochs_by_rank.append([[i for b in loader for i in b.tolist()] for _ in range(3)])
+    for epoch in range(3):
+        assert sorted(epochs_by_rank[0][epoch] + epochs_by_rank[1][epoch]) == list(range(20))
+    assert epochs_by_rank[0][0] != epochs_by_rank[0][1] != epochs_by_rank[0][2]
+    loader.set_epoch(0)  # still sets the next epoch explicitly
+    assert [i for b in loader for i in b.tolist()] == epochs_by_rank[1][0]

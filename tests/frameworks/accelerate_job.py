@@ -1,0 +1,59 @@
+"""An accelerate run of 2 CPU processes on our DataLoader (run by test_frameworks
+under `accelerate launch --cpu --num_processes 2`).
+
+Usage: accelerate_job.py OUT_DIR. Each rank writes OUT_DIR/rank<N>.json with the
+indices it saw per epoch and where its items were loaded.
+"""
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+
+from dataloader_api import DataLoader, get_worker_info
+
+ITEMS = 64
+
+
+class Indexed(torch.utils.data.Dataset):
+    def __len__(self):
+        return ITEMS
+
+    def __getitem__(self, index):
+        info = get_worker_info()
+        loaded_on = "worker-thread" if info is not None else threading.current_thread().name
+        return {"index": index, "x": torch.full((2,), float(index)), "loaded_on": loaded_on}
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    accelerator = Accelerator(cpu=True)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(Indexed(), batch_size=4, shuffle=True, num_workers=2)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    seen, loaded_on = {}, set()
+    for epoch in range(2):  # no set_epoch: accelerate users do not call it
+        for batch in loader:
+            seen.setdefault(epoch, []).extend(batch["index"].tolist())
+            loaded_on.update(batch["loaded_on"])
+            loss = model(batch["x"]).sum()
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    report = {
+        "rank": accelerator.process_index,
+        "world": accelerator.num_processes,
+        "seen": seen,
+        "loaded_on": sorted(loaded_on),
+        "loader_types": [f"{type(loader).__module__}.{type(loader).__name__}"],
+    }
+    (out / f"rank{accelerator.process_index}.json").write_text(json.dumps(report))
+    accelerator.end_training()
+
+
+if __name__ == "__main__":
+    main()
