@@ -22,6 +22,7 @@ from ._options import LoaderOptions
 from ._pinning import pin_function
 from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
 from ._resume import ResumePoint, capture_epoch_start, resume_point
+from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_worker_info import patch_torch_worker_info
@@ -41,6 +42,11 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         previous = state.live()
         if previous is not None:
             previous.close()
+    seeds = state.worker_seeds
+    if isinstance(seeds, IteratorSeeds) and (
+        not options.persistent_workers or not state.persistent
+    ):
+        seeds.draw()  # torch's new iterator draws before its sampler shuffles
     point = resume_point(state, options.is_iterable)
     state.epoch_start = capture_epoch_start(options)
     state.epochs_started += 1

@@ -128,7 +128,9 @@ class DataLoader(Generic[T_co]):
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
         hook_frameworks(DataLoader)  # Lightning and accelerate then shard this loader
-        object.__setattr__(self, "_state", LoaderState.new(options.worker_seed_base))
+        object.__setattr__(
+            self, "_state", LoaderState.new(options.worker_seed_base, options.generator)
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _FIXED_AFTER_INIT and "_options" in self.__dict__:

@@ -27,6 +27,7 @@ from ._registry import resolve_backend
 from ._samplers import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
 from ._stats import EpochStats
+from ._torch_random import is_torch_generator
 from .contract import Backend
 
 __all__ = ["LoaderOptions", "build_options", "is_iterable_dataset"]
@@ -70,8 +71,9 @@ class LoaderOptions:
     auto_collation: bool
     # The dataset's coroutine item getter, for async map-style datasets.
     agetitem: Callable[[Any], Any] | None
-    # The first worker seed; worker seeds count on from it, one pool at a time.
-    worker_seed_base: int
+    # The first worker seed; worker seeds count on from it, one pool at a time
+    # (None: drawn from a torch.Generator per iterator, see IteratorSeeds).
+    worker_seed_base: int | None
 
     @property
     def window(self) -> int:
@@ -199,12 +201,15 @@ def build_options(
     seeds = EpochSeeds(seed, generator)
     # Worker seeds take one draw from a user's generator, here, and count on
     # from it: the sampler alone advances the generator from epoch to epoch,
-    # so a resumed loader replays the same shuffles.
-    worker_seed_base = (
-        seeds.next_seed()
-        if generator is not None
-        else derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
-    )
+    # so a resumed loader replays the same shuffles. A torch.Generator is
+    # drawn from as torch does instead, when each iterator starts (None here).
+    worker_seed_base: int | None
+    if is_torch_generator(generator):
+        worker_seed_base = None
+    elif generator is not None:
+        worker_seed_base = seeds.next_seed()
+    else:
+        worker_seed_base = derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
     iterable = is_iterable_dataset(dataset)
     if iterable:
         for name, value in (("shuffle", shuffle), ("sampler", sampler)):

@@ -2,7 +2,9 @@
 
 Random samplers draw one seed per epoch (one per ``iter()``), so every epoch
 is reshuffled while a fixed ``seed`` replays the same sequence of epochs on
-every run, every backend and every worker count.
+every run, every backend and every worker count. Given a ``torch.Generator``
+they make torch's own calls on it instead, so the order equals torch's for the
+same generator state.
 """
 
 from __future__ import annotations
@@ -103,8 +105,16 @@ class RandomSampler(_SeededSampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
         count = self.num_samples
+        generator = self.seeds.generator
+        if torch_random.is_torch_generator(generator):
+            if self.replacement and n == 0:
+                raise ValueError(
+                    "RandomSampler with replacement=True needs a non-empty data_source"
+                )
+            self.seeds.epoch += 1
+            return iter(torch_random.random_sampler_order(n, count, self.replacement, generator))
+        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
         if self.replacement:
             if n == 0:
                 raise ValueError(
@@ -130,8 +140,13 @@ class SubsetRandomSampler(_SeededSampler):
         self.seeds = EpochSeeds(seed, generator)
 
     def __iter__(self) -> Iterator[int]:
-        rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
-        return iter([self.indices[i] for i in rng.permutation(len(self.indices)).tolist()])
+        if torch_random.is_torch_generator(self.seeds.generator):
+            self.seeds.epoch += 1
+            order = torch_random.permutation(len(self.indices), self.seeds.generator)
+        else:
+            rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
+            order = rng.permutation(len(self.indices)).tolist()
+        return iter([self.indices[i] for i in order])
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -179,6 +194,14 @@ class WeightedRandomSampler(_SeededSampler):
         self.seeds = EpochSeeds(seed, generator)
 
     def __iter__(self) -> Iterator[int]:
+        generator = self.seeds.generator
+        if torch_random.is_torch_generator(generator):
+            self.seeds.epoch += 1
+            return iter(
+                torch_random.weighted_draws(
+                    self.weights, self.num_samples, self.replacement, generator
+                )
+            )
         rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
         drawn = rng.choice(
             len(self.weights),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 import secrets
+import sys
 from typing import Any
 
 import numpy as np
 
-__all__ = ["EpochSeeds", "derive_seed", "is_int"]
+__all__ = ["EpochSeeds", "IteratorSeeds", "derive_seed", "is_int"]
 
 _SEED_MASK = 2**63 - 1
 
@@ -22,7 +23,10 @@ class EpochSeeds:
     """One seed per epoch, from a fixed ``seed``, a user's generator, or OS entropy.
 
     ``generator`` may be a ``torch.Generator``, a ``numpy.random.Generator`` or
-    a ``random.Random``; its state advances by one draw per epoch.
+    a ``random.Random``; its state advances by one draw per epoch. Without
+    either, the base seed is OS entropy, or, when torch is imported, a draw
+    from torch's default generator, so that ``torch.manual_seed`` fixes it as
+    it fixes torch's own shuffles.
     """
 
     def __init__(self, seed: int | None = None, generator: Any = None) -> None:
@@ -36,7 +40,7 @@ class EpochSeeds:
                 f"random.Random, but got {type(generator).__name__}"
             )
         self.generator = generator
-        self.base_seed = int(seed) if seed is not None else secrets.randbits(63)
+        self.base_seed = int(seed) if seed is not None else _unseeded_base(generator)
         self.epoch = 0
 
     def state_dict(self) -> dict[str, Any]:
@@ -64,6 +68,44 @@ class EpochSeeds:
         if self.generator is not None:
             return _draw(self.generator)
         return derive_seed(self.base_seed, epoch)
+
+
+class IteratorSeeds:
+    """Worker seeds as torch makes them from a ``torch.Generator``: one draw when an
+    iterator starts (each epoch, once for persistent workers), before the sampler
+    shuffles; worker ``i`` gets ``base + i``. A loaded state replays its base
+    instead of drawing, as the generator's state in it is already past that draw.
+    """
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+        self.current = 0
+        self._replay = False
+
+    def draw(self) -> None:
+        """The draw of a new iterator (``_BaseDataLoaderIter._base_seed`` in torch)."""
+        if self._replay:
+            self._replay = False
+        else:
+            self.current = _draw(self.generator)
+
+    def next_seed(self) -> int:
+        return self.current
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"iterator_seed": self.current}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.current = int(state["iterator_seed"])
+        self._replay = True
+
+
+def _unseeded_base(generator: Any) -> int:
+    torch = sys.modules.get("torch")
+    if generator is None and torch is not None and hasattr(torch, "empty"):
+        # What torch's RandomSampler draws when it has no generator.
+        return int(torch.empty((), dtype=torch.int64).random_().item()) & _SEED_MASK
+    return secrets.randbits(63)
 
 
 def derive_seed(*words: int) -> int:

@@ -11,7 +11,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._seeding import EpochSeeds
+from ._seeding import EpochSeeds, IteratorSeeds
 from ._workers import Workers
 from .contract import WorkerPool
 
@@ -25,7 +25,7 @@ __all__ = ["LoaderState"]
 
 @dataclass
 class LoaderState:
-    worker_seeds: EpochSeeds
+    worker_seeds: EpochSeeds | IteratorSeeds
     # The worker seed stream as it was when the current pool was made (resume).
     pool_seed_state: dict[str, Any]
     persistent: Workers | None = None
@@ -44,8 +44,11 @@ class LoaderState:
     pools: list[WorkerPool] = field(default_factory=list)
 
     @classmethod
-    def new(cls, worker_seed_base: int) -> LoaderState:
-        seeds = EpochSeeds(worker_seed_base)
+    def new(cls, worker_seed_base: int | None, generator: Any) -> LoaderState:
+        """``worker_seed_base`` None: seeds drawn from ``generator`` per iterator."""
+        seeds = (
+            IteratorSeeds(generator) if worker_seed_base is None else EpochSeeds(worker_seed_base)
+        )
         return cls(worker_seeds=seeds, pool_seed_state=seeds.state_dict())
 
     def live(self) -> LoaderIterator | None:

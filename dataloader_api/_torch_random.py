@@ -1,4 +1,5 @@
-"""PyTorch's CPU ``randperm`` reproduced bit for bit, without torch.
+"""PyTorch's CPU ``randperm`` reproduced bit for bit, without torch; and, given a
+``torch.Generator``, torch's samplers' own calls on it.
 
 ``DistributedSampler`` must shard exactly as ``torch.utils.data.DistributedSampler``
 does for the same seed and epoch, so that a job can switch loaders without
@@ -9,6 +10,8 @@ this module replays torch's shuffle on it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -45,3 +48,43 @@ def randperm(n: int, seed: int) -> list[int]:
         out[i] = out[z]
         out[z] = i
     return out
+
+
+def is_torch_generator(generator: Any) -> bool:
+    kind = type(generator)
+    return kind.__module__.startswith("torch") and kind.__name__ == "Generator"
+
+
+def random_sampler_order(n: int, count: int, replacement: bool, generator: Any) -> list[int]:
+    """``torch.utils.data.RandomSampler``'s indices for a ``torch.Generator``: the
+    same calls on the same generator, so the order equals torch's."""
+    import torch  # a torch.Generator implies torch is installed
+
+    out: list[int] = []
+    if replacement:
+        for size in [32] * (count // 32) + [count % 32]:
+            out += torch.randint(
+                high=n, size=(size,), dtype=torch.int64, generator=generator
+            ).tolist()
+        return out
+    if n == 0:
+        return out
+    for _ in range(count // n):
+        out += torch.randperm(n, generator=generator).tolist()
+    tail: list[int] = torch.randperm(n, generator=generator).tolist()[: count % n]
+    return out + tail
+
+
+def permutation(n: int, generator: Any) -> list[int]:
+    """``torch.randperm(n, generator=generator)`` (``SubsetRandomSampler``'s order)."""
+    import torch
+
+    return list(torch.randperm(n, generator=generator).tolist())
+
+
+def weighted_draws(weights: np.ndarray, count: int, replacement: bool, generator: Any) -> list[int]:
+    """``WeightedRandomSampler``'s indices for a ``torch.Generator``, as torch draws them."""
+    import torch
+
+    tensor = torch.as_tensor(weights, dtype=torch.double)
+    return list(torch.multinomial(tensor, count, replacement, generator=generator).tolist())

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ._options import LoaderOptions
-from ._seeding import EpochSeeds
+from ._seeding import EpochSeeds, IteratorSeeds
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import PoolSpec, WorkerPool, process_id
 
@@ -61,7 +61,7 @@ def _worker_dataset(options: LoaderOptions) -> Any:
         ) from error
 
 
-def new_workers(options: LoaderOptions, seeds: EpochSeeds) -> Workers:
+def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Workers:
     """A new pool of ``num_workers`` threads, seeded from the next seed of ``seeds``."""
     assert options.backend is not None
     base_seed = seeds.next_seed()
