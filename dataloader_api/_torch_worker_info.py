@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 from typing import Any
 
 from ._worker_info import WorkerInfo, get_worker_info
@@ -30,8 +29,6 @@ __all__ = ["patch_torch_worker_info"]
 
 _patched = False
 _lock = threading.Lock()
-# torch's WorkerInfo for each of ours, made once (ours are frozen).
-_as_torch: weakref.WeakKeyDictionary[WorkerInfo, Any] = weakref.WeakKeyDictionary()
 # Code objects whose calls must see None (torch's shared-memory collate path).
 _blind_callers: set[Any] = set()
 
@@ -51,9 +48,12 @@ def _thread_worker_info() -> Any:
     # Frame 0 is this function, 1 torch's get_worker_info, 2 its caller.
     if sys._getframe(2).f_code in _blind_callers:
         return None
-    converted = _as_torch.get(info)
+    # Made once per info and kept on it (a dict keyed by info would hash the
+    # dataset, which may be unhashable).
+    converted = info.__dict__.get("_torch_info")
     if converted is None:
-        converted = _as_torch[info] = _make_torch_info(info)
+        converted = _make_torch_info(info)
+        object.__setattr__(info, "_torch_info", converted)
     return converted
 
 
@@ -61,10 +61,12 @@ def _make_torch_info(info: WorkerInfo) -> Any:
     from torch.utils.data._utils import worker
 
     fields = {"id": info.id, "num_workers": info.num_workers, "seed": info.seed}
-    try:
-        return worker.WorkerInfo(**fields, dataset=info.dataset, worker_method="thread")
-    except TypeError:  # a torch whose WorkerInfo has no worker_method
+    rng_class = getattr(worker, "_RNG", None)
+    if rng_class is None:  # a torch before 2.15: no rng, no worker_method
         return worker.WorkerInfo(**fields, dataset=info.dataset)
+    rng = info.rng  # the same generators as ours: one stream per worker
+    torch_rng = rng_class(rng.random_generator, rng.torch_generator, rng.numpy_generator)
+    return worker.WorkerInfo(**fields, dataset=info.dataset, rng=torch_rng, worker_method="thread")
 
 
 def patch_torch_worker_info() -> None:

@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+
+class WorkerRNG:
+    """Random generators of one worker, seeded with its ``seed``: a thread cannot
+    have the process-wide ``random``, NumPy and torch generators to itself, as a
+    worker process does, so it draws from these (torch 2.15's ``WorkerInfo.rng``).
+    Each is made on first use."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    @cached_property
+    def random_generator(self) -> random.Random:
+        return random.Random(self.seed)
+
+    @cached_property
+    def numpy_generator(self) -> Any:
+        import numpy as np
+
+        return np.random.default_rng(self.seed)
+
+    @cached_property
+    def torch_generator(self) -> Any:
+        try:
+            import torch
+        except ImportError:
+            raise ImportError(
+                "WorkerRNG.torch_generator needs torch; use random_generator or "
+                "numpy_generator, or install torch"
+            ) from None
+        return torch.Generator().manual_seed(self.seed)
 
 
 @dataclass(frozen=True)
@@ -28,10 +61,15 @@ class WorkerInfo:
     rank: int = 0
     world_size: int = 1
     local_id: int = -1
+    #: torch 2.15's field: how the worker runs (always a thread here)
+    worker_method: str = "thread"
+    #: this worker's own generators, seeded with ``seed`` (torch 2.15's ``rng``)
+    rng: WorkerRNG = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.local_id < 0:
             object.__setattr__(self, "local_id", self.id)
+        object.__setattr__(self, "rng", WorkerRNG(self.seed))
 
 
 _current = threading.local()

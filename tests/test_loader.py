@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import threading
 import time
 import traceback
@@ -219,6 +220,36 @@ def test_worker_seeds_follow_the_loader_seed():
 
     a, b = seeds(1), seeds(1)
     assert len(set(a)) == 1 and a == b and seeds(2) != a
+
+
+def test_worker_info_has_torchs_rng_and_worker_method_fields():
+    """Each worker's own generators, seeded with its seed (the process-wide ones are
+    shared by all threads), as torch 2.15's WorkerInfo.rng describes them."""
+
+    class Draws:
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, index):
+            info = get_worker_info()
+            return (
+                info.seed,
+                info.worker_method,
+                info.rng.random_generator.getrandbits(32),
+                int(info.rng.numpy_generator.integers(2**32)),
+            )
+
+    rows = list(DataLoader(Draws(), batch_size=None, num_workers=2, seed=4))
+    by_seed = {}
+    for seed, method, from_random, from_numpy in rows:
+        assert method == "thread"
+        by_seed.setdefault(seed, []).append((from_random, from_numpy))
+    for seed, draws in by_seed.items():  # each worker's streams, in its own order
+        expected_random, expected_numpy = random.Random(seed), np.random.default_rng(seed)
+        assert draws == [
+            (expected_random.getrandbits(32), int(expected_numpy.integers(2**32)))
+            for _ in draws
+        ]
 
 
 class Shards(IterableDataset):

@@ -178,6 +178,28 @@ def test_torchs_get_worker_info_in_a_map_style_worker_matches_ours():
     assert all(t_id == o_id and t_seed == o_seed for t_id, _, t_seed, o_id, o_seed in rows)
 
 
+class UnhashableProbe(list):
+    """A list (unhashable) dataset that reads torch's WorkerInfo in its workers."""
+
+    def __getitem__(self, index):
+        info = torch_get_worker_info()
+        return (
+            info.seed,
+            info.worker_method,
+            info.rng.torch_generator.initial_seed(),
+            info.rng.random_generator is get_worker_info().rng.random_generator,
+        )
+
+
+def test_torchs_worker_info_has_thread_fields_and_any_dataset():
+    """torch 2.15's `rng` and `worker_method`, and a dataset that cannot be hashed."""
+    loader = DataLoader(UnhashableProbe(range(8)), batch_size=None, num_workers=2)
+    for seed, method, torch_seed, shared in loader:
+        assert method == "thread"
+        assert torch_seed == seed  # the worker's own torch generator, seeded like torch's
+        assert shared  # the same generators as our WorkerInfo's
+
+
 @pytest.mark.parametrize("collate_fn", [torch_collate, torch.utils.data.default_collate])
 def test_torch_collation_in_our_threads_opens_no_shared_memory(collate_fn):
     """torch's collate puts batches in shared memory when it believes it runs in a
