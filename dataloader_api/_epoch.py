@@ -17,7 +17,7 @@ from typing import Any
 from ._aio import AsyncEpoch, AsyncRunner
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
-from ._iterator import CallingThreadBatches, LoaderIterator
+from ._iterator import CallingThreadBatches, LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
 from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
@@ -64,9 +64,11 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     state.recorder = recorder
     summary = _summary_callback(options)
     pin = _pin_or_none(options, state)
+    checked = options.is_iterable and state.iterable_len_called is not None
+    iterator_class = LengthCheckedIterator if checked else LoaderIterator
     if options.num_workers == 0:
         batches = _calling_thread_batches(options, state, point, aio, recorder)
-        iterator = LoaderIterator(
+        iterator = iterator_class(
             batches,
             None,
             pin,
@@ -87,9 +89,14 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
                 workers.pool.close()
             raise
         owner_pool = workers.pool if owned else None
-        iterator = LoaderIterator(
+        iterator = iterator_class(
             stream, owner_pool, pin, length, point.skip, aio, recorder, summary, loader=owner
         )
+    if isinstance(iterator, LengthCheckedIterator):
+        assert state.iterable_len_called is not None
+        iterator.reported = state.iterable_len_called
+        iterator.dataset = options.dataset
+        iterator.workers = options.num_workers
     state.live_iterator = weakref.ref(iterator)
     return iterator
 

@@ -7,6 +7,7 @@ epoch's event loop work, then the pool the iterator owns (a non-persistent one).
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from time import perf_counter
@@ -19,7 +20,7 @@ from ._stats import EpochStats, StatsRecorder
 from ._workers import join_pools
 from .contract import BatchStream, WorkerPool, process_id
 
-__all__ = ["CallingThreadBatches", "LoaderIterator"]
+__all__ = ["CallingThreadBatches", "LengthCheckedIterator", "LoaderIterator"]
 
 
 class CallingThreadBatches:
@@ -142,6 +143,35 @@ class LoaderIterator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LengthCheckedIterator(LoaderIterator):
+    """An epoch of an iterable dataset after ``len(loader)`` was taken: warns (once)
+    when it yields more batches than that length, as torch does. A subclass, so
+    that other epochs pay nothing for the check."""
+
+    reported: int = 0
+    dataset: Any = None
+    workers: int = 0
+    _warned = False
+
+    def __next__(self) -> Any:
+        batch = super().__next__()
+        if self.position > self.reported and not self._warned:
+            self._warned = True
+            message = (
+                f"Length of IterableDataset {self.dataset} was reported to be {self.reported} "
+                f"(when accessing len(dataloader)), but {self.position} samples have been "
+                "fetched. "
+            )
+            if self.workers > 0:
+                message += (
+                    "With worker threads, this could be caused by each worker yielding the "
+                    "whole stream: shard it by get_worker_info() (see IterableDataset in "
+                    "the PyTorch docs for examples)."
+                )
+            warnings.warn(message, UserWarning, stacklevel=2)
+        return batch
 
 
 def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None, pid: int) -> None:

@@ -181,7 +181,10 @@ class DataLoader(Generic[T_co]):
     )
 
     def __len__(self) -> int:
-        return epoch_length(self._options)
+        length = epoch_length(self._options)
+        if self._options.is_iterable:
+            self._state.iterable_len_called = length  # the epochs warn past it
+        return length
 
     def __iter__(self) -> LoaderIterator:
         return start_epoch(self._options, self._state, self)

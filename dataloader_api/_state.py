@@ -35,6 +35,8 @@ class LoaderState:
     recorder: StatsRecorder | None = None
     runner: AsyncRunner | None = None
     pin_checked: bool = False
+    # len(loader) of an iterable dataset, once taken (torch warns past it).
+    iterable_len_called: int | None = None
     epochs_started: int = 0
     # The sampler's state when the current epoch started, or why it has none.
     epoch_start: dict[str, Any] | BaseException = field(default_factory=dict)

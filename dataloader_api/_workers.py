@@ -9,7 +9,9 @@ makes its own and its iterator closes it.
 from __future__ import annotations
 
 import copy
+import os
 import time
+import warnings
 from typing import Any
 
 from ._options import LoaderOptions
@@ -61,9 +63,39 @@ def _worker_dataset(options: LoaderOptions) -> Any:
         ) from error
 
 
+def _usable_cpus() -> int:
+    global _cpus
+    if _cpus is None:
+        try:
+            _cpus = len(os.sched_getaffinity(0))  # the cpuset, as torch counts it
+        except AttributeError:
+            _cpus = os.cpu_count() or 1
+    return _cpus
+
+
+_cpus: int | None = None
+
+
+def _warn_if_more_workers_than_cpus(num_workers: int) -> None:
+    cpus = _usable_cpus()
+    if num_workers > cpus:
+        # torch's warning (check_worker_number_rationality), with threads for processes.
+        warnings.warn(
+            f"This DataLoader will create {num_workers} worker threads in total. Our "
+            f"suggested max number of worker in current system is {cpus}, which is smaller "
+            "than what this DataLoader is going to create. Please be aware that excessive "
+            "worker creation might get DataLoader running slow or even freeze, lower the "
+            "worker number to avoid potential slowness/freeze if necessary. (Threads that "
+            "mostly wait on I/O cost little: filter this warning if yours do.)",
+            UserWarning,
+            stacklevel=6,
+        )
+
+
 def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Workers:
     """A new pool of ``num_workers`` threads, seeded from the next seed of ``seeds``."""
     assert options.backend is not None
+    _warn_if_more_workers_than_cpus(options.num_workers)
     base_seed = seeds.next_seed()
     infos = [
         worker_info(options, worker_id, base_seed + worker_id, _worker_dataset(options))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import os
 import random
 import threading
 import time
 import traceback
+import warnings
 
 import numpy as np
 import pytest
@@ -247,8 +249,7 @@ def test_worker_info_has_torchs_rng_and_worker_method_fields():
     for seed, draws in by_seed.items():  # each worker's streams, in its own order
         expected_random, expected_numpy = random.Random(seed), np.random.default_rng(seed)
         assert draws == [
-            (expected_random.getrandbits(32), int(expected_numpy.integers(2**32)))
-            for _ in draws
+            (expected_random.getrandbits(32), int(expected_numpy.integers(2**32))) for _ in draws
         ]
 
 
@@ -442,3 +443,38 @@ def test_join_timeout_is_checked(bad):
         loader.join(bad)
     with pytest.raises(ValueError, match=message):
         iter(loader).join(bad)
+
+
+class LongerThanItsLen(IterableDataset):
+    def __len__(self):
+        return 4
+
+    def __iter__(self):
+        return iter(range(10))
+
+
+def test_an_iterable_dataset_longer_than_its_len_warns_once_per_epoch():
+    loader = DataLoader(LongerThanItsLen(), batch_size=2, num_workers=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        list(loader)  # len() not taken: nothing to compare with
+        assert len(loader) == 2
+        assert len(list(loader)) == 5
+    [warning] = caught
+    assert str(warning.message).startswith("Length of IterableDataset")
+    assert "reported to be 2 (when accessing len(dataloader)), but 3 samples" in str(
+        warning.message
+    )
+    assert warning.filename == __file__  # points at the user's loop
+
+
+def test_more_workers_than_cpus_warns_as_torch_does():
+    cpus = len(os.sched_getaffinity(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        list(DataLoader(range(4), num_workers=cpus))
+        assert not caught
+        list(DataLoader(range(4), num_workers=cpus + 1))
+    [warning] = caught
+    assert f"will create {cpus + 1} worker threads in total" in str(warning.message)
+    assert f"suggested max number of worker in current system is {cpus}," in str(warning.message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -299,3 +300,40 @@ def test_timeout_message_starts_with_torchs_wording():
     ours = timeout_message(DataLoader)
     assert theirs == "DataLoader timed out after 0.3 seconds"
     assert ours.startswith(theirs + ", waiting for batch 1")
+
+
+class TorchLongerThanItsLen(TorchIterableDataset):
+    def __len__(self):
+        return 4
+
+    def __iter__(self):
+        return iter(range(10))
+
+
+def warnings_of(loader_class, **kwargs):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loader = loader_class(**kwargs)
+        if kwargs.get("batch_size") == 2:
+            len(loader)
+        list(loader)
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "prefix"),
+    [
+        ({"dataset": TorchLongerThanItsLen(), "batch_size": 2}, "Length of IterableDataset"),
+        (
+            {"dataset": list(range(4)), "num_workers": len(os.sched_getaffinity(0)) + 1},
+            "This DataLoader will create",
+        ),
+    ],
+    ids=["iterable-longer-than-len", "more-workers-than-cpus"],
+)
+def test_torchs_warnings_are_given_too(kwargs, prefix):
+    theirs = [m for m in warnings_of(TorchDataLoader, **kwargs) if m.startswith(prefix)]
+    ours = [m for m in warnings_of(DataLoader, **kwargs) if m.startswith(prefix)]
+    assert theirs and ours  # torch warns on each batch past the length, we once
