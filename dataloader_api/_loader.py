@@ -56,8 +56,10 @@ class DataLoader(Generic[T_co]):
     Added: ``backend`` (see ``dataloader_api.backends()``), ``seed`` (a
     fixed seed for shuffling and worker seeds; exclusive with ``generator``),
     ``distributed`` (shard across the ranks of a ``torch.distributed`` or
-    torchrun job: a ``DistributedSampler`` for map-style datasets, global
-    shard ids in ``get_worker_info()`` for iterable ones; see ``set_epoch``).
+    torchrun job, looked up when an epoch starts: a ``DistributedSampler`` for
+    map-style datasets, global shard ids in ``get_worker_info()`` for iterable
+    ones; ``False`` says every rank loads everything on purpose; left ``None``,
+    an unsharded loader in a job of several ranks warns).
 
     The options are fixed once built: setting ``batch_size``, ``sampler``,
     ``batch_sampler``, ``drop_last``, ``dataset`` or ``persistent_workers``
