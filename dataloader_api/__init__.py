@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from ._collate import default_collate, default_convert, torch_collate
 from ._datasets import Dataset, IterableDataset, SyntheticImages
+from ._distributed_sampler import DistributedSampler
 from ._errors import DataLoaderTimeoutError
 from ._loader import DataLoader, LoaderIterator
 from ._registry import backends, resolve_backend
 from ._samplers import (
     BatchSampler,
-    DistributedSampler,
     RandomSampler,
     Sampler,
     SequentialSampler,

@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import importlib
-import inspect
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -29,27 +28,10 @@ from typing import Any
 
 from .contract import BatchJob, process_id
 
-__all__ = ["EVENT_LOOPS", "AsyncRunner", "async_getitem"]
+__all__ = ["AsyncEpoch", "AsyncRunner"]
 
-EVENT_LOOPS = ("auto", "asyncio", "uvloop")
 # How long closing an epoch waits for its cancelled coroutines to finish.
 CANCEL_WAIT_SECONDS = 2.0
-
-
-def async_getitem(dataset: Any) -> Callable[[Any], Coroutine[Any, Any, Any]] | None:
-    """The dataset's coroutine item getter, or None for a sync dataset."""
-    agetitem = getattr(dataset, "__agetitem__", None)
-    if agetitem is not None:
-        if not inspect.iscoroutinefunction(agetitem):
-            raise TypeError(
-                f"{type(dataset).__name__}.__agetitem__ must be an async def function "
-                "(a coroutine function)"
-            )
-        return agetitem  # type: ignore[no-any-return]
-    getitem = getattr(dataset, "__getitem__", None)
-    if getitem is not None and inspect.iscoroutinefunction(getitem):
-        return getitem  # type: ignore[no-any-return]
-    return None
 
 
 def _new_loop(kind: str) -> asyncio.AbstractEventLoop:

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import collections.abc
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
+
 
 __all__ = ["default_collate", "default_convert", "torch_collate"]
 
@@ -54,7 +60,16 @@ def _rebuild_sequence(elem: Any, items: list[Any]) -> Any:
 
 
 def default_collate(batch: Any) -> Any:
-    """Stack a list of samples into a batch (see the module docstring for the rules)."""
+    """Stack a list of samples into a batch with
+    [torch's rules](https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate),
+    into NumPy: mappings collate per key, namedtuples per field, tuples and
+    other sequences per position (as lists), ints into ``int64`` arrays, floats
+    into ``float64``, bools into ``bool``, NumPy arrays and scalars keep their
+    dtype, strings and bytes stay lists, torch tensors are stacked with torch.
+
+    Args:
+        batch: The samples of one batch, all of the same structure.
+    """
     if not isinstance(batch, collections.abc.Sequence) or isinstance(batch, str | bytes):
         raise TypeError(
             f"default_collate: batch must be a sequence of samples, got {type(batch).__name__}"
@@ -117,7 +132,12 @@ def default_convert(data: Any) -> Any:
 
 
 def torch_collate(batch: Any) -> Any:
-    """``torch.utils.data.default_collate``: NumPy arrays and numbers become tensors."""
+    """``torch.utils.data.default_collate`` itself: NumPy arrays and numbers become
+    tensors. Needs torch.
+
+    Args:
+        batch: The samples of one batch.
+    """
     try:
         from torch.utils.data import default_collate as torch_default_collate
     except ImportError as error:

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-import numpy as np
+from ._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
+
 
 __all__ = ["Dataset", "IterableDataset", "SyntheticImages"]
 
@@ -32,7 +38,7 @@ class IterableDataset(Generic[T_co]):
         raise NotImplementedError
 
 
-class SyntheticImages(Dataset[tuple[np.ndarray, int]]):
+class SyntheticImages(Dataset["tuple[np.ndarray, int]"]):
     """``length`` items of a ``shape`` float32 array and an int64 label, made on demand.
 
     Each item is a deterministic function of its index and ``seed``: raw bytes

@@ -12,9 +12,8 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._aio import AsyncEpoch, AsyncRunner
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._iterator import CallingThreadBatches, LengthCheckedIterator, LoaderIterator
@@ -29,6 +28,9 @@ from ._torch_worker_info import patch_torch_worker_info
 from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
+
+if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
+    from ._aio import AsyncEpoch
 
 __all__ = ["epoch_length", "start_epoch"]
 
@@ -164,7 +166,11 @@ def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch | Non
     if runner is None or runner.closed or runner.pid != process_id():
         # It stops its loop when the last loader or epoch using it is gone; one
         # inherited by a forked child has no thread there, so the child makes its own.
+        from ._aio import AsyncRunner
+
         runner = state.runner = AsyncRunner(options.event_loop, options.max_concurrency)
+    from ._aio import AsyncEpoch
+
     return AsyncEpoch(runner, options.agetitem, options.auto_collation)
 
 

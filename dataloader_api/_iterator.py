@@ -11,14 +11,16 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._aio import AsyncEpoch
 from ._errors import DataLoaderTimeoutError
 from ._plan import TrackedBatch
 from ._stats import EpochStats, StatsRecorder
 from ._workers import join_pools
 from .contract import BatchStream, WorkerPool, process_id
+
+if TYPE_CHECKING:
+    from ._aio import AsyncEpoch
 
 __all__ = ["CallingThreadBatches", "LengthCheckedIterator", "LoaderIterator"]
 

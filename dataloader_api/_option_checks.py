@@ -4,11 +4,10 @@ where torch has the argument (its messages first, our detail after)."""
 from __future__ import annotations
 
 import importlib.util
-import multiprocessing.context
 from collections.abc import Callable
 from typing import Any
 
-from ._aio import EVENT_LOOPS
+from ._async_detect import EVENT_LOOPS
 from .contract import Backend
 
 __all__ = [
@@ -39,6 +38,12 @@ def check_callable(name: str, value: Any) -> None:
         raise TypeError(f"{name} should be callable or None, but got {type(value).__name__}")
 
 
+def _is_multiprocessing_context(context: Any) -> bool:
+    import multiprocessing.context  # only for a context object: it costs ~10 ms to import
+
+    return isinstance(context, multiprocessing.context.BaseContext)
+
+
 def check_multiprocessing_context(context: Any, num_workers: int) -> None:
     if context is None:
         return
@@ -53,7 +58,7 @@ def check_multiprocessing_context(context: Any, num_workers: int) -> None:
                 "multiprocessing_context option should specify a valid start method in "
                 f"{list(_START_METHODS)!r}, but got multiprocessing_context={context!r}"
             )
-    elif not isinstance(context, multiprocessing.context.BaseContext):
+    elif not _is_multiprocessing_context(context):
         raise TypeError(
             "multiprocessing_context option must be a valid context object or a string "
             f"specifying the start method, but got multiprocessing_context={context!r}"

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _collate
-from ._aio import async_getitem
+from ._async_detect import async_getitem
 from ._distributed import rank_and_world_size
+from ._distributed_sampler import DistributedSampler
 from ._option_checks import (
     check_async,
     check_bool,
@@ -24,7 +25,7 @@ from ._option_checks import (
     check_positive_int,
 )
 from ._registry import resolve_backend
-from ._samplers import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
+from ._samplers import BatchSampler, RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
 from ._stats import EpochStats
 from ._torch_random import is_torch_generator

@@ -9,19 +9,21 @@ same generator state.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from itertools import islice
-from typing import Any, Generic, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _torch_random as torch_random
+from ._lazy import LazyModule
 from ._seeding import EpochSeeds, is_int
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
 
 __all__ = [
     "BatchSampler",
-    "DistributedSampler",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -62,7 +64,11 @@ class _SeededSampler(Sampler[int]):
 
 
 class SequentialSampler(Sampler[int]):
-    """``0, 1, ..., len(data_source) - 1``."""
+    """``0, 1, ..., len(data_source) - 1``, as [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.SequentialSampler).
+
+    Args:
+        data_source: Anything with a length.
+    """
 
     def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
@@ -75,7 +81,17 @@ class SequentialSampler(Sampler[int]):
 
 
 class RandomSampler(_SeededSampler):
-    """A new permutation every epoch, or ``num_samples`` draws with replacement."""
+    """A new permutation every epoch, or ``num_samples`` draws with replacement, as
+    [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.RandomSampler).
+
+    Args:
+        data_source: Anything with a length.
+        replacement: Draw with replacement (``num_samples`` draws).
+        num_samples: How many indices an epoch yields (default: the length).
+        generator: A ``torch.Generator`` (torch's own order), a
+            ``numpy.random.Generator`` or a ``random.Random``.
+        seed: Instead of ``generator``: a fixed seed, the same epochs on every run.
+    """
 
     def __init__(
         self,
@@ -131,7 +147,14 @@ class RandomSampler(_SeededSampler):
 
 
 class SubsetRandomSampler(_SeededSampler):
-    """The given indices in a new random order every epoch."""
+    """The given indices in a new random order every epoch, as
+    [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.SubsetRandomSampler).
+
+    Args:
+        indices: The indices to shuffle.
+        generator: As for ``RandomSampler``.
+        seed: As for ``RandomSampler``.
+    """
 
     def __init__(
         self, indices: Sequence[int], generator: Any = None, *, seed: int | None = None
@@ -153,7 +176,17 @@ class SubsetRandomSampler(_SeededSampler):
 
 
 class WeightedRandomSampler(_SeededSampler):
-    """``num_samples`` indices drawn with probability proportional to ``weights``."""
+    """``num_samples`` indices drawn with probability proportional to ``weights``, as
+    [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.WeightedRandomSampler).
+
+    Args:
+        weights: One non-negative weight per index.
+        num_samples: How many indices an epoch yields.
+        replacement: Draw with replacement; without it, at most the number of
+            non-zero weights.
+        generator: As for ``RandomSampler``.
+        seed: As for ``RandomSampler``.
+    """
 
     def __init__(
         self,
@@ -216,7 +249,14 @@ class WeightedRandomSampler(_SeededSampler):
 
 
 class BatchSampler(Sampler[list[int]]):
-    """Groups the indices of ``sampler`` into lists of ``batch_size``."""
+    """Groups the indices of ``sampler`` into lists of ``batch_size``, as
+    [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.BatchSampler).
+
+    Args:
+        sampler: The indices to group.
+        batch_size: Indices per batch.
+        drop_last: Drop the last list when it is shorter than ``batch_size``.
+    """
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not is_int(batch_size) or batch_size <= 0:
@@ -257,131 +297,6 @@ class BatchSampler(Sampler[list[int]]):
         if self.drop_last:
             return size // self.batch_size
         return (size + self.batch_size - 1) // self.batch_size
-
-
-def _distributed_defaults(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
-    if num_replicas is not None and rank is not None:
-        return num_replicas, rank
-    from ._distributed import rank_and_world_size
-
-    found_rank, found_world = rank_and_world_size()
-    return (
-        found_world if num_replicas is None else num_replicas,
-        found_rank if rank is None else rank,
-    )
-
-
-def _checked_ranks(num_replicas: Any, rank: Any) -> tuple[int, int]:
-    if not is_int(num_replicas) or num_replicas <= 0:
-        raise ValueError(
-            f"num_replicas should be a positive integer, but got num_replicas={num_replicas!r}"
-        )
-    if not is_int(rank) or rank >= num_replicas or rank < 0:
-        raise ValueError(
-            f"Invalid rank {rank!r}, rank should be in the interval [0, {num_replicas - 1}]"
-        )
-    return int(num_replicas), int(rank)
-
-
-class DistributedSampler(Sampler[int]):
-    """The shard of one rank, index for index equal to ``torch.utils.data.DistributedSampler``.
-
-    The shuffle is torch's own (``randperm`` seeded with ``seed + epoch``),
-    reproduced without torch; call ``set_epoch(e)`` before each epoch. Without
-    ``num_replicas``/``rank`` they come from an initialised ``torch.distributed``
-    process group, else from torchrun's ``WORLD_SIZE``/``RANK``.
-    """
-
-    def __init__(
-        self,
-        dataset: Sized,
-        num_replicas: int | None = None,
-        rank: int | None = None,
-        shuffle: bool = True,
-        seed: int = 0,
-        drop_last: bool = False,
-    ) -> None:
-        self._set_options(dataset, shuffle, seed, drop_last)
-        self._ranks: tuple[int, int] | None = _checked_ranks(
-            *_distributed_defaults(num_replicas, rank)
-        )
-
-    @classmethod
-    def ranked_at_first_use(cls, dataset: Sized, shuffle: bool, seed: int) -> DistributedSampler:
-        """A sampler whose rank and world size are looked up when first needed (an
-        epoch or ``len``), so that it may be built before the process group exists."""
-        sampler = cls.__new__(cls)
-        sampler._set_options(dataset, shuffle, seed, False)
-        sampler._ranks = None
-        # Each iter() then reshuffles on its own (a framework may never call
-        # set_epoch); set_epoch(e) still sets the next epoch, alike on every rank.
-        sampler._counts_epochs = True
-        return sampler
-
-    def _set_options(self, dataset: Sized, shuffle: bool, seed: int, drop_last: bool) -> None:
-        if not is_int(seed):
-            raise TypeError(f"seed should be an int, but got seed={seed!r}")
-        self.dataset = dataset
-        self.epoch = 0
-        self._counts_epochs = False
-        self.shuffle = bool(shuffle)
-        self.seed = int(seed)
-        self.drop_last = bool(drop_last)
-
-    def _resolved(self) -> tuple[int, int]:
-        if self._ranks is None:
-            self._ranks = _checked_ranks(*_distributed_defaults(None, None))
-        return self._ranks
-
-    @property
-    def num_replicas(self) -> int:
-        return self._resolved()[0]
-
-    @property
-    def rank(self) -> int:
-        return self._resolved()[1]
-
-    @property
-    def num_samples(self) -> int:
-        n = len(self.dataset)
-        if self.drop_last and n % self.num_replicas != 0:
-            return math.ceil((n - self.num_replicas) / self.num_replicas)
-        return math.ceil(n / self.num_replicas)
-
-    @property
-    def total_size(self) -> int:
-        return self.num_samples * self.num_replicas
-
-    def __iter__(self) -> Iterator[int]:
-        n = len(self.dataset)
-        epoch = self.epoch
-        if self._counts_epochs:
-            self.epoch += 1
-        indices = torch_random.randperm(n, self.seed + epoch) if self.shuffle else list(range(n))
-        total = self.total_size
-        num_replicas, rank = self._resolved()
-        if not self.drop_last:
-            padding = total - len(indices)
-            if padding <= len(indices):
-                indices += indices[:padding]
-            elif indices:
-                indices += (indices * math.ceil(padding / len(indices)))[:padding]
-        else:
-            indices = indices[:total]
-        return iter(indices[rank:total:num_replicas])
-
-    def __len__(self) -> int:
-        return self.num_samples
-
-    def set_epoch(self, epoch: int) -> None:
-        """Reshuffle for ``epoch``: every rank must call it with the same value."""
-        self.epoch = epoch
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.epoch = int(state["epoch"])
 
 
 def sampler_state(sampler: Any) -> Any:

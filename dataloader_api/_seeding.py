@@ -4,11 +4,16 @@ well-mixed seed derived from integers; shared by the samplers and the workers.""
 from __future__ import annotations
 
 import random
-import secrets
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
+
 
 __all__ = ["EpochSeeds", "IteratorSeeds", "derive_seed", "is_int"]
 
@@ -16,7 +21,11 @@ _SEED_MASK = 2**63 - 1
 
 
 def is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+    if isinstance(value, int):
+        return not isinstance(value, bool)
+    # A NumPy integer exists only once NumPy is imported: no import needed here.
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.integer)
 
 
 class EpochSeeds:
@@ -105,7 +114,7 @@ def _unseeded_base(generator: Any) -> int:
     if generator is None and torch is not None and hasattr(torch, "empty"):
         # What torch's RandomSampler draws when it has no generator.
         return int(torch.empty((), dtype=torch.int64).random_().item()) & _SEED_MASK
-    return secrets.randbits(63)
+    return random.SystemRandom().getrandbits(63)  # OS entropy, as secrets has it
 
 
 def derive_seed(*words: int) -> int:

@@ -11,9 +11,15 @@ this module replays torch's shuffle on it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
+
 
 _UINT32_MAX = 2**32 - 1
 # torch switches to a 64-bit draw from this size on (aten randperm_cpu).

@@ -72,7 +72,9 @@ def test_public_api_is_exported():
 def test_backends_are_scanned_once_and_loaded_once(monkeypatch):
     scans = []
     real = importlib.metadata.entry_points
-    monkeypatch.setattr(registry, "entry_points", lambda **kw: scans.append(1) or real(**kw))
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda **kw: scans.append(1) or real(**kw)
+    )
     monkeypatch.setattr(registry, "_scanned", None)
     monkeypatch.setattr(registry, "_loaded", {})
     first = resolve_backend("threads")
