@@ -21,6 +21,12 @@ ROOT = Path(__file__).parents[1]
 OUT = ROOT / "docs" / "benchmarks.md"
 
 
+def loader_colours(names: set[str]) -> dict[str, str]:
+    """A fixed colour per loader name, the same in every panel and plot."""
+    palette = [f"C{i}" for i in range(10)]
+    return {name: palette[i % len(palette)] for i, name in enumerate(sorted(names))}
+
+
 def speedup_plot(results: list[dict], path: Path) -> bool:
     """Workload 4: items/s against workers, one line per loader, one panel per build."""
     import matplotlib
@@ -35,17 +41,28 @@ def speedup_plot(results: list[dict], path: Path) -> bool:
             panels.append((result["interpreter"], table))
     if not panels:
         return False
+
+    def loader(row: dict) -> str:
+        if row["workers"] == 0:
+            return "calling thread"
+        return re.sub(r", \d+ (workers|threads)$", "", row["label"])
+
+    # One colour per loader in every panel.
+    colours = loader_colours({loader(row) for _, table in panels for row in table["rows"]})
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for axis, (interpreter, table) in zip(axes[0], panels, strict=True):
         lines: dict[str, list[tuple[int, float]]] = {}
         for row in table["rows"]:
-            name = re.sub(r", \d+ (workers|threads)$", "", row["label"])
-            if row["workers"] == 0:
-                name = "calling thread"
-            lines.setdefault(name, []).append((row["workers"], row["median"]))
-        for name, points in lines.items():
+            lines.setdefault(loader(row), []).append((row["workers"], row["median"]))
+        for name, points in sorted(lines.items()):
             points.sort()
-            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+            axis.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                label=name,
+                color=colours[name],
+            )
         axis.set_xticks(sorted({row["workers"] for row in table["rows"]}))
         axis.set_title(f"CPython {interpreter}: ~1 ms of pure Python per item")
         axis.set_xlabel("workers")
@@ -76,12 +93,18 @@ def throughput_plot(results: list[dict], path: Path) -> bool:
     # The interpreter where the most peers ran (dataloader-rs has no 3.11 wheel).
     chosen = max(candidates, key=peers_run)
     tables = [t for t in chosen["tables"] if t["workload"] in ("overhead", "numpy")]
+
+    def loader(row: dict) -> str:
+        return str(row["label"]).replace(", 2 workers", "").replace(", 2 threads", "")
+
+    bars = [[r for r in t["rows"] if r["workers"] == 2] for t in tables]
+    colours = loader_colours({loader(r) for rows in bars for r in rows})
     fig, axes = plt.subplots(1, len(tables), figsize=(5 * len(tables), 4), squeeze=False)
-    for axis, table in zip(axes[0], tables, strict=True):
-        rows = [r for r in table["rows"] if r["workers"] == 2]
+    for axis, table, rows in zip(axes[0], tables, bars, strict=True):
         axis.barh(
-            [r["label"].replace(", 2 workers", "").replace(", 2 threads", "") for r in rows],
+            [loader(r) for r in rows],
             [r["median"] for r in rows],
+            color=[colours[loader(r)] for r in rows],
         )
         title = table["title"].split(":")[0].split(", default collate")[0] + ", 2 workers"
         axis.set_title(textwrap.fill(title, 40), fontsize=9)

@@ -1,4 +1,4 @@
-"""The seven workloads: what each table measures, over which loaders and
+"""The eight workloads: what each table measures, over which loaders and
 datasets (synthetic.py), at which sizes. Each workload has a number (``--only``)
 and a stable id, and returns its tables as data (measure.Table), measured but
 not rendered.
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import peers
+from import_time import import_times
 from measure import Entry, Table, measure, rates_table, startup_times, timed_row, tree_pss_mib
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial
 
@@ -268,4 +269,5 @@ WORKLOADS = [
     Workload("5", "startup", startup),
     Workload("6", "memory", memory),
     Workload("7", "attach", attach_once),
+    Workload("8", "import", lambda s: import_times(s.runs)),
 ]
