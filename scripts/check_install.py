@@ -1,0 +1,57 @@
+"""Install from a folder of built distributions into a fresh virtual environment,
+as a user would, and load an epoch on every backend (``nox -s build``).
+
+    python scripts/check_install.py DIST_DIR
+
+One pip command, ``pip install --find-links DIST_DIR "dataloader-api[all]"``
+(NumPy and cffi come from the index), then, from a folder outside the
+checkout so that nothing is imported from the source tree, an epoch of the
+same small dataset on each backend.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+EXPECTED_BACKENDS = ["rust", "cffi", "threads"]
+
+SMOKE = """
+import sys
+import dataloader_api
+from dataloader_api import DataLoader
+
+expected = sys.argv[1].split(",")
+assert dataloader_api.backends() == expected, dataloader_api.backends()
+for name in expected:
+    loader = DataLoader(list(range(64)), batch_size=8, shuffle=True, seed=1, num_workers=2,
+                        backend=name)
+    items = sorted(i for batch in loader for i in batch.tolist())
+    assert items == list(range(64)), (name, items)
+    print(f"{name}: an epoch of 8 batches from", dataloader_api.__file__.rsplit("/", 2)[0])
+"""
+
+
+def check(dist: Path) -> None:
+    wheels = sorted(p.name for p in dist.glob("*.whl"))
+    native = [w for w in wheels if not w.endswith("-none-any.whl")]
+    assert native and all("manylinux" in w for w in native), wheels
+    with tempfile.TemporaryDirectory() as scratch:
+        env = Path(scratch) / "env"
+        venv.create(env, with_pip=True)
+        python = env / "bin" / "python"
+        subprocess.run(
+            [python, "-m", "pip", "install", "--quiet", "--find-links", dist,
+             "dataloader-api[all]"],
+            cwd=scratch, check=True,
+        )  # fmt: skip
+        subprocess.run([python, "-c", SMOKE, ",".join(EXPECTED_BACKENDS)], cwd=scratch, check=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    check(Path(sys.argv[1]).resolve())

@@ -1,0 +1,53 @@
+"""mkdocs hooks for the docs site (mkdocs.yml).
+
+- The home page is README.md and the changelog CHANGELOG.md, read from the
+  repository root, so that each is written once.
+- A link that leaves docs/ (to a source file or a package README) points at
+  the repository, which the site does not contain: it is checked to exist (a
+  broken one fails the build) and kept as its text, the path beside it.
+  Links into docs/ are made relative to the page, so mkdocs checks them too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+FROM_ROOT = {"index.md": "README.md", "changelog.md": "CHANGELOG.md"}
+# [text](target) and ![alt](target), not inside code spans (good enough for our docs).
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def on_page_read_source(page: Any, config: Any) -> str | None:
+    source = FROM_ROOT.get(page.file.src_uri)
+    return None if source is None else (ROOT / source).read_text()
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    page_uri = page.file.src_uri
+    # Where the page's relative links start: the root for README and CHANGELOG.
+    base = ROOT if page_uri in FROM_ROOT else (DOCS / page_uri).parent
+
+    def rewrite(match: re.Match[str]) -> str:
+        bang, text, target = match.groups()
+        if re.match(r"^[a-z]+:|^#", target):
+            return match.group(0)  # a URL or an anchor on the page
+        path, _, anchor = target.partition("#")
+        resolved = (base / path).resolve()
+        if not resolved.exists():
+            raise PluginError(f"{page_uri}: broken link to {target!r}")
+        if resolved.is_relative_to(DOCS):
+            relative = posixpath.relpath(
+                resolved.relative_to(DOCS).as_posix(), posixpath.dirname(page_uri) or "."
+            )
+            return f"{bang}[{text}]({relative}{'#' + anchor if anchor else ''})"
+        shown = resolved.relative_to(ROOT).as_posix()
+        return text if text.strip("`") == shown else f"{text} (`{shown}` in the repository)"
+
+    return LINK.sub(rewrite, markdown)
