@@ -400,6 +400,12 @@ def provision(session: nox.Session) -> None:
     except CommandFailed:
         if os.environ.get("CI"):
             session.error(f"CPython {version} could not be built")
-        session.skip(f"CPython {version} could not be built: its sessions will be skipped")
+        session.skip(
+            f"CPython {version} could not be built, so its sessions are skipped: "
+            f"{PROVISION.name} needs Debian, root, pyenv and CPython's build "
+            "dependencies. Or install a free-threaded CPython 3.13 yourself "
+            "(python.org's installers have one; `pyenv install 3.13t`) so that "
+            "python3.13t is on PATH, or set DATALOADER_NO_PROVISION=1."
+        )
     if version not in _expose_pyenv():  # so that the sessions after this one find it
         session.error(f"{PROVISION.name} succeeded but pyenv has no {version}")
