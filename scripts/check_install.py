@@ -6,7 +6,8 @@ as a user would, and load an epoch on every backend (``nox -s build``).
 One pip command, ``pip install --find-links DIST_DIR "dataloader-api[all]"``
 (NumPy and cffi come from the index), then, from a folder outside the
 checkout so that nothing is imported from the source tree, an epoch of the
-same small dataset on each backend.
+same small dataset on each backend. Then each sdist is built into a wheel
+(pip wheel), which proves it holds every file its build needs.
 """
 
 from __future__ import annotations
