@@ -1,5 +1,6 @@
 """An accelerate run of 2 CPU processes on our DataLoader (run by test_frameworks
-under `accelerate launch --cpu --num_processes 2`).
+under `accelerate launch --multi_gpu --num_processes 2`, which runs gloo on CPU
+where there is no GPU).
 
 Usage: accelerate_job.py OUT_DIR. Each rank writes OUT_DIR/rank<N>.json with the
 indices it saw per epoch and where its items were loaded.
@@ -7,25 +8,13 @@ indices it saw per epoch and where its items were loaded.
 
 import json
 import sys
-import threading
 from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from indexed import Indexed  # beside this script
 
-from dataloader_api import DataLoader, get_worker_info
-
-ITEMS = 64
-
-
-class Indexed(torch.utils.data.Dataset):
-    def __len__(self):
-        return ITEMS
-
-    def __getitem__(self, index):
-        info = get_worker_info()
-        loaded_on = "worker-thread" if info is not None else threading.current_thread().name
-        return {"index": index, "x": torch.full((2,), float(index)), "loaded_on": loaded_on}
+from dataloader_api import DataLoader
 
 
 def main() -> None:

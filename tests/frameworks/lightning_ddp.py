@@ -7,25 +7,13 @@ training steps saw per epoch and where its items were loaded.
 
 import json
 import sys
-import threading
 from pathlib import Path
 
 import lightning as L
 import torch
+from indexed import Indexed  # beside this script
 
-from dataloader_api import DataLoader, get_worker_info
-
-ITEMS = 64
-
-
-class Indexed(torch.utils.data.Dataset):
-    def __len__(self):
-        return ITEMS
-
-    def __getitem__(self, index):
-        info = get_worker_info()
-        loaded_on = "worker-thread" if info is not None else threading.current_thread().name
-        return {"index": index, "x": torch.full((2,), float(index)), "loaded_on": loaded_on}
+from dataloader_api import DataLoader
 
 
 class Recorder(L.LightningModule):
