@@ -63,6 +63,16 @@ class _SeededSampler(Sampler[int]):
         self.seeds.load_state_dict(state["seeds"])
 
 
+# How many indices of an int64 array become Python ints at a time.
+_CHUNK = 1 << 16
+
+
+def _python_ints(indices: np.ndarray) -> Iterator[int]:
+    """The array's indices as Python ints, converted a chunk at a time."""
+    for start in range(0, len(indices), _CHUNK):
+        yield from indices[start : start + _CHUNK].tolist()
+
+
 class SequentialSampler(Sampler[int]):
     """``0, 1, ..., len(data_source) - 1``, as [torch's](https://pytorch.org/docs/stable/data.html#torch.utils.data.SequentialSampler).
 
@@ -130,17 +140,27 @@ class RandomSampler(_SeededSampler):
                 )
             self.seeds.epoch += 1
             return iter(torch_random.random_sampler_order(n, count, self.replacement, generator))
+        return _python_ints(self.epoch_indices())
+
+    def epoch_indices(self) -> np.ndarray:
+        """The next epoch's indices as one int64 array (draws the epoch's seed): 8
+        bytes an index instead of a Python list's ~36, which BatchSampler slices
+        into batches. Not for a ``torch.Generator``, whose order is torch's lists."""
+        n = len(self.data_source)
+        count = self.num_samples
         rng = np.random.Generator(np.random.PCG64(self.seeds.next_seed()))
         if self.replacement:
             if n == 0:
                 raise ValueError(
                     "RandomSampler with replacement=True needs a non-empty data_source"
                 )
-            return iter(rng.integers(0, n, size=count).tolist())
-        out: list[int] = []
-        while len(out) < count and n > 0:
-            out.extend(rng.permutation(n)[: count - len(out)].tolist())
-        return iter(out)
+            return rng.integers(0, n, size=count)
+        parts = []
+        left = count if n > 0 else 0
+        while left > 0:
+            parts.append(rng.permutation(n)[:left])
+            left -= len(parts[-1])
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return self.num_samples
@@ -279,6 +299,17 @@ class BatchSampler(Sampler[list[int]]):
             stop = n - n % size if self.drop_last else n
             for start in range(0, stop, size):
                 yield list(range(start, min(start + size, n)))
+            return
+        if type(self.sampler) is RandomSampler and not torch_random.is_torch_generator(
+            self.sampler.seeds.generator
+        ):
+            # Batches sliced from the epoch's index array: no Python int per index
+            # is made ahead of its batch.
+            array = self.sampler.epoch_indices()
+            n = len(array)
+            stop = n - n % size if self.drop_last else n
+            for start in range(0, stop, size):
+                yield array[start : start + size].tolist()
             return
         indices = iter(self.sampler)
         while batch := list(islice(indices, size)):

@@ -215,3 +215,27 @@ def test_batch_sampler():
     assert len(BatchSampler(range(7), 3, True)) == 2
     with pytest.raises(ValueError, match="drop_last should be a boolean value"):
         BatchSampler(range(7), 3, None)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize(
+    ("replacement", "num_samples"), [(False, None), (False, 23), (False, 50), (True, 37)]
+)
+def test_batches_sliced_from_the_index_array_equal_the_index_by_index_order(
+    replacement, num_samples, drop_last
+):
+    """BatchSampler slices a RandomSampler's int64 index array; iterating the sampler
+    index by index gives the same order, as Python ints."""
+    by_array = BatchSampler(
+        RandomSampler(range(20), replacement, num_samples, seed=5), 6, drop_last
+    )
+    by_index = RandomSampler(range(20), replacement, num_samples, seed=5)
+    for _ in range(2):  # two epochs: each draws its own seed, alike
+        batches = list(by_array)
+        flat = list(by_index)
+        assert all(type(i) is int for batch in batches for i in batch)
+        assert all(type(i) is int for i in flat)
+        expected = [flat[i : i + 6] for i in range(0, len(flat), 6)]
+        if drop_last and expected and len(expected[-1]) < 6:
+            expected.pop()
+        assert batches == expected
