@@ -273,7 +273,8 @@ def test_items_in_parallel_reports_fetch_time_to_stats():
             stats=sink,
         )
         assert list(pool.map_batches(work, StreamSpec(2))) == [[3, 1, 4], [5, 9]]
-        assert [items for _, items in sink.fetches] == [3, 2]
+        # Two workers fetch the two batches at once; either may report first.
+        assert sorted(items for _, items in sink.fetches) == [2, 3]
         assert sink.collates == []  # collate (list) is the caller's, not replaced
     finally:
         pool.close()
