@@ -1,0 +1,76 @@
+"""Image transforms as data: a pipeline every backend runs the same way.
+
+>>> from dataloader_api import DataLoader, transforms as T
+>>> pipeline = T.Compose([T.Decode(), T.ToRGB(), T.RandomResizedCrop(224),
+...                       T.RandomHFlip(), T.ToFloat(),
+...                       T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+...                       T.ToCHW()], on=0)
+>>> loader = DataLoader(jpeg_label_pairs, batch_size=64, num_workers=2,  # doctest: +SKIP
+...                     transform=pipeline, collate_fn=T.ImageCollate(on=0), seed=0)
+
+The reference execution uses Pillow (``pip install "dataloader-api[images]"``)
+and NumPy. Random ops draw from a stream keyed by the loader's seed, the
+epoch and the item's index: the same seed gives the same images on every
+backend and worker count.
+"""
+
+from ._collate_images import ImageCollate, stack_images
+from ._errors import ImageDecodeError, TransformError
+from ._ops import (
+    INTERPOLATIONS,
+    CenterCrop,
+    Crop,
+    Decode,
+    HFlip,
+    Normalize,
+    Op,
+    Pad,
+    PadTo,
+    RandomHFlip,
+    RandomResizedCrop,
+    RandomVFlip,
+    Resize,
+    Rotate90,
+    ToCHW,
+    ToFloat,
+    ToGray,
+    ToHWC,
+    ToRGB,
+    VFlip,
+    op_from_dict,
+)  # fmt: skip
+from ._pipeline import BoundPipeline, Compose
+from ._random import ItemRandom
+from ._reference import TOLERANCES
+
+__all__ = [
+    "INTERPOLATIONS",
+    "TOLERANCES",
+    "BoundPipeline",
+    "CenterCrop",
+    "Compose",
+    "Crop",
+    "Decode",
+    "HFlip",
+    "ImageCollate",
+    "ImageDecodeError",
+    "ItemRandom",
+    "Normalize",
+    "Op",
+    "Pad",
+    "PadTo",
+    "RandomHFlip",
+    "RandomResizedCrop",
+    "RandomVFlip",
+    "Resize",
+    "Rotate90",
+    "ToCHW",
+    "ToFloat",
+    "ToGray",
+    "ToHWC",
+    "ToRGB",
+    "TransformError",
+    "VFlip",
+    "op_from_dict",
+    "stack_images",
+]

@@ -1,0 +1,80 @@
+"""``ImageCollate``: a batch's images copied into one contiguous array; the other
+parts of each item batched by ``default_collate``.
+
+The batch is a NumPy array: the buffer protocol, ``__array_interface__`` and
+``__dlpack__`` share its memory, so ``torch.from_dlpack(batch)`` and
+``torch.as_tensor(batch)`` do not copy it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._collate import default_collate
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .._lazy import LazyModule
+
+    np = LazyModule("numpy", globals(), "np")
+
+__all__ = ["ImageCollate", "stack_images"]
+
+
+def stack_images(images: list[Any]) -> Any:
+    """One C-contiguous array of shape ``(len(images), *image.shape)``."""
+    if not images:
+        raise ValueError("ImageCollate: the batch is empty")
+    first = np.asarray(images[0])
+    batch = np.empty((len(images), *first.shape), first.dtype)
+    for position, image in enumerate(images):
+        shape, dtype = getattr(image, "shape", None), getattr(image, "dtype", None)
+        if shape != first.shape or dtype != first.dtype:
+            raise ValueError(
+                f"ImageCollate: image {position} of the batch is {dtype} of shape {shape}, "
+                f"image 0 is {first.dtype} of shape {first.shape}; make them equal "
+                "(e.g. RandomResizedCrop, CenterCrop or PadTo in the pipeline)"
+            )
+        batch[position] = image
+    return batch
+
+
+class ImageCollate:
+    """A ``collate_fn`` for items holding images. ``on`` says where the image is,
+    as in ``Compose``: ``None`` (the item is the image), a tuple position or a
+    mapping key."""
+
+    def __init__(self, on: int | str | None = None) -> None:
+        if on is not None and (isinstance(on, bool) or not isinstance(on, (int, str))):
+            raise TypeError(
+                "ImageCollate: on should be None, an int (tuple position) or a str (mapping "
+                f"key), but got on={on!r}"
+            )
+        self.on = on
+
+    def __repr__(self) -> str:
+        return f"ImageCollate(on={self.on!r})"
+
+    def __call__(self, batch: list[Any]) -> Any:
+        on = self.on
+        if on is None:
+            return stack_images(batch)
+        first = batch[0]
+        if isinstance(first, Mapping):
+            rest = default_collate([{k: v for k, v in item.items() if k != on} for item in batch])
+            return {**rest, on: stack_images([item[on] for item in batch])}
+        if not isinstance(first, (tuple, list)) or not -len(first) <= on < len(first):  # type: ignore[operator]
+            raise TypeError(
+                f"ImageCollate(on={on!r}) needs items with an image at position {on!r}, "
+                f"but the batch's first item is {type(first).__name__}"
+            )
+        width = len(first)
+        position = on % width
+        columns = [list(parts) for parts in zip(*batch, strict=True)]
+        out = [
+            stack_images(column) if i == position else default_collate(column)
+            for i, column in enumerate(columns)
+        ]
+        return tuple(out) if isinstance(first, tuple) else out

@@ -1,0 +1,74 @@
+"""``Decode``: the format sniffed from the first bytes, the size checked before
+the pixels are decoded, Pillow's errors turned into ``ImageDecodeError``."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from ._errors import ImageDecodeError
+from ._ops import Decode
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .._lazy import LazyModule
+
+    np = LazyModule("numpy", globals(), "np")
+
+__all__ = ["decode", "sniff"]
+
+# Pillow modes and the channels they decode to; others are refused by name.
+_MODES = {"1": "L", "L": "L", "LA": "LA", "RGB": "RGB", "RGBA": "RGBA", "CMYK": "RGB",
+          "YCbCr": "RGB", "PA": "RGBA", "La": "LA", "RGBa": "RGBA"}  # fmt: skip
+
+
+def sniff(data: bytes | bytearray | memoryview) -> str | None:
+    """The format of encoded bytes by their signature: "JPEG", "PNG", "WEBP" or None."""
+    head = bytes(data[:12])
+    if head.startswith(b"\xff\xd8\xff"):
+        return "JPEG"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "PNG"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "WEBP"
+    return None
+
+
+def decode(op: Decode, data: bytes | bytearray | memoryview, index: Any) -> Any:
+    """An HWC ``uint8`` array with the image's channels (see ``Decode``)."""
+    from PIL import Image
+
+    kind = sniff(data)
+    if kind is None:
+        start = bytes(data[:8])
+        raise ImageDecodeError(
+            index, f"the bytes are not a JPEG, PNG or WebP image (they start with {start!r})"
+        )
+    try:
+        with Image.open(io.BytesIO(data), formats=[kind]) as image:
+            width, height = image.size
+            if width * height > op.max_pixels:
+                raise ImageDecodeError(
+                    index,
+                    f"the {kind} image is {width}x{height} = {width * height} pixels, more than "
+                    f"Decode(max_pixels={op.max_pixels}) allows",
+                )
+            mode = image.mode
+            if mode == "P":
+                mode = "RGBA" if "transparency" in image.info else "RGB"
+            target = _MODES.get(mode)
+            if target is None:
+                raise ImageDecodeError(
+                    index, f"{kind} images of Pillow mode {image.mode!r} are not supported"
+                )
+            image.load()
+            pixels = np.array(image if image.mode == target else image.convert(target))
+    except ImageDecodeError:
+        raise
+    except Image.DecompressionBombError as error:
+        hint = "(raise Decode(max_pixels=...) if such images are expected)"
+        raise ImageDecodeError(index, f"{error} {hint}") from error
+    except (OSError, SyntaxError, ValueError, EOFError) as error:
+        raise ImageDecodeError(index, f"cannot decode the {kind} image: {error}") from error
+    return pixels[:, :, None] if pixels.ndim == 2 else pixels

@@ -1,0 +1,234 @@
+"""The reference execution of every op, with Pillow and NumPy.
+
+Every backend without a native pipeline runs this on its worker threads; a
+native one must match it (bit for bit, or within the tolerances of
+``TOLERANCES``). Geometry follows torchvision where torchvision defines it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._decode import decode
+from ._errors import TransformError
+from ._ops import (
+    CenterCrop,
+    Crop,
+    Normalize,
+    Op,
+    Pad,
+    PadTo,
+    RandomHFlip,
+    RandomResizedCrop,
+    RandomVFlip,
+    Resize,
+)  # fmt: skip
+from ._random import ItemRandom
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .._lazy import LazyModule
+
+    np = LazyModule("numpy", globals(), "np")
+
+__all__ = ["TOLERANCES", "resized_size", "run_ops"]
+
+# The largest difference a native op may have from this reference, by op name
+# (absent: none at all). Resampling rounds in fixed point natively and in
+# double precision here; normalize may fuse its multiply-add.
+TOLERANCES = {"resize": 1, "random_resized_crop": 1, "normalize": 1e-5}
+
+
+def run_ops(ops: tuple[Op, ...], image: Any, random: ItemRandom | None, index: Any) -> Any:
+    """``image`` through ``ops``; errors name the item's ``index``."""
+    value = _as_input(image, ops, index)
+    chw = False  # the layout, as Compose checked it: Normalize needs the channel axis
+    for op in ops:
+        if op.name == "normalize":
+            value = _normalize(op, value, index, chw)  # type: ignore[arg-type]
+        else:
+            value = _RUN[op.name](op, value, random, index)
+            chw = (chw or op.name == "to_chw") and op.name != "to_hwc"
+    return value
+
+
+def _as_input(image: Any, ops: tuple[Op, ...], index: Any) -> Any:
+    encoded = bool(ops) and ops[0].name == "decode"
+    if encoded:
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            return image
+        raise TransformError(index, f"Decode() takes bytes, but the item is {_what(image)}")
+    if type(image).__module__.startswith("PIL."):
+        image = np.asarray(image)
+    if not isinstance(image, np.ndarray) or image.ndim not in (2, 3):
+        raise TransformError(
+            index,
+            f"the pipeline takes an HWC image array (or a Pillow image), but got {_what(image)}; "
+            "for an item holding an image among other parts, pass Compose(..., on=position)",
+        )
+    if image.dtype not in (np.uint8, np.float32):
+        raise TransformError(index, f"images should be uint8 or float32, not {image.dtype}")
+    return image[:, :, None] if image.ndim == 2 else image
+
+
+def _what(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    return f"{type(value).__name__}" + (f" of shape {shape}" if shape is not None else "")
+
+
+def _to_rgb(op: Op, image: Any, random: Any, index: Any) -> Any:
+    channels = image.shape[2]
+    if channels in (1, 2):
+        return np.repeat(image[:, :, :1], 3, axis=2)
+    return image[:, :, :3]
+
+
+def _to_gray(op: Op, image: Any, random: Any, index: Any) -> Any:
+    if image.shape[2] in (1, 2):
+        return image[:, :, :1]
+    rgb = image[:, :, :3].astype(np.uint32)
+    luma = rgb[:, :, 0] * 19595 + rgb[:, :, 1] * 38470 + rgb[:, :, 2] * 7471 + 0x8000
+    return (luma >> 16).astype(np.uint8)[:, :, None]
+
+
+def _crop(op: Crop, image: Any, random: Any, index: Any) -> Any:
+    height, width = image.shape[:2]
+    if op.top + op.height > height or op.left + op.width > width:
+        raise TransformError(index, f"{op!r} does not fit in an image of {height}x{width}")
+    return image[op.top : op.top + op.height, op.left : op.left + op.width]
+
+
+def _center_crop(op: CenterCrop, image: Any, random: Any, index: Any) -> Any:
+    crop_h, crop_w = op.size  # type: ignore[misc]
+    height, width = image.shape[:2]
+    if crop_h > height or crop_w > width:
+        pad_h, pad_w = max(crop_h - height, 0), max(crop_w - width, 0)
+        image = np.pad(
+            image, ((pad_h // 2, (pad_h + 1) // 2), (pad_w // 2, (pad_w + 1) // 2), (0, 0))
+        )
+        height, width = image.shape[:2]
+    top = round((height - crop_h) / 2.0)
+    left = round((width - crop_w) / 2.0)
+    return image[top : top + crop_h, left : left + crop_w]
+
+
+def resized_size(size: Sequence[int] | int, height: int, width: int) -> tuple[int, int]:
+    """(height, width) after ``Resize(size)``: an int sets the shorter side (torchvision)."""
+    if not isinstance(size, int):
+        return size[0], size[1]
+    if width <= height:
+        return int(size * height / width), size
+    return size, int(size * width / height)
+
+
+def _resample(image: Any, height: int, width: int, interpolation: str) -> Any:
+    from PIL import Image
+
+    if image.shape[:2] == (height, width):
+        return image
+    resample = getattr(Image.Resampling, interpolation.upper())
+    channels = image.shape[2]
+    if image.dtype == np.uint8 and channels == 3:
+        out = Image.fromarray(image, "RGB").resize((width, height), resample, reducing_gap=None)
+        return np.asarray(out)
+    # One band at a time: no premultiplied alpha, and float32 as Pillow's "F".
+    mode = "L" if image.dtype == np.uint8 else "F"
+    bands = [
+        np.asarray(
+            Image.fromarray(np.ascontiguousarray(image[:, :, c]), mode).resize(
+                (width, height), resample, reducing_gap=None
+            )
+        )
+        for c in range(channels)
+    ]
+    return np.stack(bands, axis=2)
+
+
+def _resize(op: Resize, image: Any, random: Any, index: Any) -> Any:
+    height, width = resized_size(op.size, *image.shape[:2])
+    return _resample(image, height, width, op.interpolation)
+
+
+def crop_box(op: RandomResizedCrop, random: ItemRandom, height: int, width: int) -> tuple[int, ...]:
+    """torchvision's ``RandomResizedCrop.get_params`` with the item's random numbers."""
+    area = height * width
+    log_low, log_high = math.log(op.ratio[0]), math.log(op.ratio[1])
+    for _ in range(10):
+        target = area * random.uniform_between(*op.scale)
+        aspect = math.exp(random.uniform_between(log_low, log_high))
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            return random.below(height - h + 1), random.below(width - w + 1), h, w
+    in_ratio = width / height
+    if in_ratio < op.ratio[0]:
+        w, h = width, round(width / op.ratio[0])
+    elif in_ratio > op.ratio[1]:
+        h, w = height, round(height * op.ratio[1])
+    else:
+        h, w = height, width
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def _random_resized_crop(op: RandomResizedCrop, image: Any, random: Any, index: Any) -> Any:
+    top, left, h, w = crop_box(op, random, *image.shape[:2])
+    out_h, out_w = op.size  # type: ignore[misc]
+    return _resample(image[top : top + h, left : left + w], out_h, out_w, op.interpolation)
+
+
+def _pad(op: Pad, image: Any, random: Any, index: Any) -> Any:
+    widths = ((op.top, op.bottom), (op.left, op.right), (0, 0))
+    return np.pad(image, widths, constant_values=image.dtype.type(op.value))
+
+
+def _pad_to(op: PadTo, image: Any, random: Any, index: Any) -> Any:
+    height, width = image.shape[:2]
+    if height > op.height or width > op.width:
+        raise TransformError(index, f"{op!r}: the image is larger ({height}x{width})")
+    widths = ((0, op.height - height), (0, op.width - width), (0, 0))
+    return np.pad(image, widths, constant_values=image.dtype.type(op.value))
+
+
+def _random_flip(axis: int) -> Callable[[Any, Any, ItemRandom, Any], Any]:
+    def flip(op: RandomHFlip | RandomVFlip, image: Any, random: ItemRandom, index: Any) -> Any:
+        return np.flip(image, axis) if random.uniform() < op.p else image
+
+    return flip
+
+
+def _normalize(op: Normalize, image: Any, index: Any, chw: bool) -> Any:
+    channel_axis = 0 if chw else 2
+    channels = image.shape[channel_axis]
+    for name, values in (("mean", op.mean), ("std", op.std)):
+        if len(values) not in (1, channels):
+            raise TransformError(
+                index, f"Normalize: {name} has {len(values)} values for {channels} channels"
+            )
+    shape = (-1, 1, 1) if channel_axis == 0 else (1, 1, -1)
+    mean = np.asarray(op.mean, np.float32).reshape(shape)
+    std = np.asarray(op.std, np.float32).reshape(shape)
+    return (image - mean) / std
+
+
+_RUN: dict[str, Callable[..., Any]] = {
+    "decode": lambda op, data, random, index: decode(op, data, index),
+    "to_rgb": _to_rgb,
+    "to_gray": _to_gray,
+    "crop": _crop,
+    "center_crop": _center_crop,
+    "resize": _resize,
+    "random_resized_crop": _random_resized_crop,
+    "pad": _pad,
+    "pad_to": _pad_to,
+    "hflip": lambda op, image, random, index: np.flip(image, 1),
+    "vflip": lambda op, image, random, index: np.flip(image, 0),
+    "random_hflip": _random_flip(1),
+    "random_vflip": _random_flip(0),
+    "rotate90": lambda op, image, random, index: np.rot90(image, op.k, axes=(0, 1)),
+    "to_float": lambda op, image, random, index: image.astype(np.float32) / np.float32(255),
+    "to_chw": lambda op, image, random, index: np.ascontiguousarray(image.transpose(2, 0, 1)),
+    "to_hwc": lambda op, image, random, index: np.ascontiguousarray(image.transpose(1, 2, 0)),
+}
