@@ -25,6 +25,7 @@ from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_worker_info import patch_torch_worker_info
+from ._transform_hook import Transform, epoch_transform, transformed_fetch
 from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
@@ -51,6 +52,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         seeds.draw()  # torch's new iterator draws before its sampler shuffles
     point = resume_point(state, options.is_iterable)
     state.epoch_start = capture_epoch_start(options)
+    transform = epoch_transform(options.transform, state.worker_seeds, state.epochs_started)
     state.epochs_started += 1
     length = _length_or_none(options)
     if length is not None:
@@ -69,7 +71,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     checked = options.is_iterable and state.iterable_len_called is not None
     iterator_class = LengthCheckedIterator if checked else LoaderIterator
     if options.num_workers == 0:
-        batches = _calling_thread_batches(options, state, point, aio, recorder)
+        batches = _calling_thread_batches(options, state, point, aio, recorder, transform)
         iterator = iterator_class(
             batches,
             None,
@@ -85,7 +87,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     else:
         workers, owned = _workers_for_epoch(options, state, owner)
         try:
-            stream = _start_stream(options, workers, point, aio, recorder)
+            stream = _start_stream(options, workers, point, aio, recorder, transform)
         except BaseException:
             if owned:
                 workers.pool.close()
@@ -203,6 +205,7 @@ def _open_iterable(
     worker_id: int,
     states: dict[int, Any],
     collate: Callable[[Any], Any],
+    transform: Transform | None,
 ) -> Iterator[Any]:
     if worker_id in states:
         with acting_as(info) if info is not None else nullcontext():
@@ -214,6 +217,7 @@ def _open_iterable(
         collate,
         info,
         worker_id if is_stateful(dataset) else None,
+        transform,
     )
 
 
@@ -222,6 +226,7 @@ def _calling_thread_stream(
     state: LoaderState,
     point: ResumePoint,
     collate: Callable[[Any], Any],
+    transform: Transform | None,
 ) -> Iterator[Any]:
     # Only a distributed loader gives the calling thread a worker info:
     # its rank's shard. Otherwise get_worker_info() is None, as in torch.
@@ -230,7 +235,9 @@ def _calling_thread_stream(
         if options.distributed
         else None
     )
-    yield from _open_iterable(options, options.dataset, info, 0, point.worker_states, collate)
+    yield from _open_iterable(
+        options, options.dataset, info, 0, point.worker_states, collate, transform
+    )
 
 
 def _calling_thread_batches(
@@ -239,15 +246,18 @@ def _calling_thread_batches(
     point: ResumePoint,
     aio: AsyncEpoch | None,
     recorder: StatsRecorder | None,
+    transform: Transform | None,
 ) -> Iterator[Any]:
     collate = _collate(options, recorder)
     if options.is_iterable:
-        return _calling_thread_stream(options, state, point, collate)
+        return _calling_thread_stream(options, state, point, collate, transform)
     fetch: Callable[[Any], Any]
     if aio is not None:
         fetch = aio.fetch_now
     else:
         fetch = make_fetch(options.dataset, options.auto_collation)
+    if transform is not None:
+        fetch = transformed_fetch(fetch, transform, options.auto_collation)
     if recorder is not None:
         fetch = recorder.timed_fetch(fetch, options.auto_collation)
     return CallingThreadBatches(islice(options.index_source, point.skip, None), fetch, collate)
@@ -259,6 +269,7 @@ def _start_stream(
     point: ResumePoint,
     aio: AsyncEpoch | None,
     recorder: StatsRecorder | None,
+    transform: Transform | None,
 ) -> BatchStream:
     timeout = options.timeout or None
     collate = _collate(options, recorder)
@@ -269,7 +280,7 @@ def _start_stream(
             worker_id = (stream_id + first) % num_workers
             info = infos[worker_id]
             return _open_iterable(
-                options, info.dataset, info, worker_id, point.worker_states, collate
+                options, info.dataset, info, worker_id, point.worker_states, collate, transform
             )
 
         def on_stream_timeout(position: int) -> BaseException:
@@ -304,6 +315,10 @@ def _start_stream(
         jobs, fetch = plan, make_fetch(options.dataset, options.auto_collation)
         if options.items_in_parallel > 1:
             getitem = options.dataset.__getitem__
+    if transform is not None:
+        fetch = transformed_fetch(fetch, transform, options.auto_collation)
+        if getitem is not None:
+            getitem = transformed_fetch(getitem, transform, batched=False)
     if recorder is not None:
         jobs = recorder.jobs(jobs)
         fetch = recorder.timed_fetch(fetch, options.auto_collation)

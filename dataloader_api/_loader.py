@@ -94,6 +94,11 @@ class DataLoader(Generic[T_co]):
         epoch_summary: Print a summary of each epoch's stats (``True``) or
             pass them to this callable.
         collect_stats: Time fetches, collation and waits (``stats()``).
+        transform: ``f(index, item)`` applied to every item on the worker
+            threads before collation, or a ``dataloader_api.transforms.Compose``
+            image pipeline (its random ops keyed by ``seed``, epoch and index).
+            For an iterable dataset the index is the item's position in its
+            worker's stream.
     """
 
     _options: LoaderOptions
@@ -128,6 +133,7 @@ class DataLoader(Generic[T_co]):
         event_loop: str = "auto",
         epoch_summary: bool | Callable[[EpochStats], None] = False,
         collect_stats: bool = False,
+        transform: Callable[[Any, Any], Any] | Any = None,
     ) -> None:
         arguments = {name: value for name, value in locals().items() if name != "self"}
         options = build_options(
@@ -156,6 +162,7 @@ class DataLoader(Generic[T_co]):
             event_loop,
             epoch_summary,
             collect_stats,
+            transform,
         )
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)

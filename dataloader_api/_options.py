@@ -29,6 +29,7 @@ from ._samplers import BatchSampler, RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
 from ._stats import EpochStats
 from ._torch_random import is_torch_generator
+from ._transform_hook import check_transform
 from .contract import Backend
 
 __all__ = ["LoaderOptions", "build_options", "is_iterable_dataset"]
@@ -75,6 +76,8 @@ class LoaderOptions:
     # The first worker seed; worker seeds count on from it, one pool at a time
     # (None: drawn from a torch.Generator per iterator, see IteratorSeeds).
     worker_seed_base: int | None
+    # f(index, item) on the workers, or a transforms.Compose (bound per epoch).
+    transform: Any = None
 
     @property
     def window(self) -> int:
@@ -141,6 +144,7 @@ def build_options(
     event_loop: str,
     epoch_summary: bool | Callable[[EpochStats], None],
     collect_stats: bool,
+    transform: Any = None,
 ) -> LoaderOptions:
     """Check every argument of ``DataLoader(...)`` (same rules and messages as torch
     where torch has the argument) and make the choices they imply."""
@@ -281,6 +285,7 @@ def build_options(
         check_items_in_parallel(
             items_in_parallel, dataset, num_workers, iterable or not auto_collation, resolved
         )
+    check_transform(transform)
     agetitem = None if iterable else async_getitem(dataset)
     check_async(dataset, agetitem, items_in_parallel, max_concurrency, event_loop)
     if not isinstance(epoch_summary, bool) and not callable(epoch_summary):
@@ -319,4 +324,5 @@ def build_options(
         auto_collation=auto_collation,
         agetitem=agetitem,
         worker_seed_base=worker_seed_base,
+        transform=transform,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from ._transform_hook import transformed_stream
 from ._worker_info import WorkerInfo, acting_as
 from .contract import BatchJob
 
@@ -87,13 +88,15 @@ def iterable_batches(
     collate: Callable[[Any], Any],
     info: WorkerInfo | None,
     track_as: int | None = None,
+    transform: Callable[[Any, Any], Any] | None = None,
 ) -> Iterator[Any]:
     """One worker's stream of batches from an iterable dataset.
 
     Every step into the user's iterator runs as worker ``info`` (or as the
     main thread when ``info`` is None), whichever thread advances it. With
     ``track_as``, each batch comes as a ``TrackedBatch`` carrying the
-    dataset's ``state_dict()`` right after it, for resuming.
+    dataset's ``state_dict()`` right after it, for resuming. ``transform``
+    (``f(position, item)``) runs on each item before collation.
     """
 
     def as_worker() -> Any:
@@ -101,6 +104,8 @@ def iterable_batches(
 
     with as_worker():
         items = iter(dataset)
+    if transform is not None:
+        items = transformed_stream(items, transform)
     while True:
         with as_worker():
             if batch_size is None:

@@ -1,0 +1,79 @@
+"""``DataLoader(transform=...)``: ``f(index, item)`` applied to every item on the
+worker threads, between the dataset and the collate function.
+
+A ``transforms.Compose`` is bound to one seed per epoch, derived from the
+loader's worker seed stream and the epoch number, so its random ops give the
+same items for the same seed on every backend and worker count, and replay
+after ``load_state_dict``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ._seeding import EpochSeeds, IteratorSeeds, derive_seed
+
+__all__ = ["check_transform", "epoch_transform", "transformed_fetch", "transformed_stream"]
+
+Transform = Callable[[Any, Any], Any]
+_TRANSFORM_SEED_TAG = 0x7472616E73666F72  # b"transfor": apart from the sampler's stream
+
+
+def _compose_type() -> Any:
+    # Imported only if the user built a pipeline: then the module is loaded.
+    module = sys.modules.get("dataloader_api.transforms._pipeline")
+    return module.Compose if module is not None else None
+
+
+def check_transform(transform: Any) -> None:
+    if transform is None or callable(transform):
+        return
+    compose = _compose_type()
+    if compose is not None and isinstance(transform, compose):
+        return
+    hint = ""
+    if type(transform).__module__.startswith("dataloader_api.transforms"):
+        hint = "; wrap a single op as transforms.Compose([op])"
+    raise TypeError(
+        "transform should be None, a callable f(index, item) or a "
+        f"dataloader_api.transforms.Compose, but got transform={transform!r}{hint}"
+    )
+
+
+def epoch_transform(
+    transform: Any, seeds: EpochSeeds | IteratorSeeds, epoch: int
+) -> Transform | None:
+    """The ``f(index, item)`` of epoch number ``epoch`` (a pipeline bound to its seed)."""
+    compose = _compose_type()
+    if compose is None or not isinstance(transform, compose):
+        return transform  # type: ignore[no-any-return]
+    base = seeds.current if isinstance(seeds, IteratorSeeds) else seeds.base_seed
+    return transform.bind(derive_seed(base, _TRANSFORM_SEED_TAG, epoch))  # type: ignore[no-any-return]
+
+
+def transformed_fetch(
+    fetch: Callable[[Any], Any], transform: Transform, batched: bool
+) -> Callable[[Any], Any]:
+    """``fetch`` whose items went through ``transform`` (where ``fetch`` runs: a worker)."""
+    if not batched:
+        return lambda index: transform(index, fetch(index))
+
+    def fetch_transformed(indices: Any) -> list[Any]:
+        items = fetch(indices)
+        if len(items) != len(indices):
+            raise ValueError(
+                f"__getitems__ returned {len(items)} items for {len(indices)} indices, so "
+                "transform= cannot pair them with their indices"
+            )
+        return [transform(index, item) for index, item in zip(indices, items, strict=True)]
+
+    return fetch_transformed
+
+
+def transformed_stream(items: Iterator[Any], transform: Transform) -> Iterator[Any]:
+    """An iterable worker's items through ``transform``; the index is the item's
+    position in that worker's stream this epoch (from 0, also after a resume)."""
+    for position, item in enumerate(items):
+        yield transform(position, item)

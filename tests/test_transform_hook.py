@@ -1,0 +1,144 @@
+"""``DataLoader(transform=...)``: where it runs, what it is given, and the seeds of
+a pipeline's random ops (same seed, same images: any backend, any worker count)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import dataloader_api
+from dataloader_api import DataLoader, IterableDataset, get_worker_info
+from dataloader_api import transforms as T
+
+Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
+
+BACKENDS = [b for b in ("threads", "rust", "cffi") if b in dataloader_api.backends()]
+
+
+def jpeg_items(count: int = 24) -> list[tuple[bytes, int]]:
+    rng = np.random.default_rng(1)
+    items = []
+    for label in range(count):
+        buffer = io.BytesIO()
+        shape = (30 + label % 7, 40 + label % 5, 3)
+        Image.fromarray(rng.integers(0, 256, shape, np.uint8)).save(buffer, "JPEG")
+        items.append((buffer.getvalue(), label))
+    return items
+
+
+PIPELINE = T.Compose(
+    [T.Decode(), T.RandomResizedCrop(16), T.RandomHFlip(), T.RandomVFlip(), T.ToFloat(),
+     T.Normalize([0.5], [0.25]), T.ToCHW()],
+    on=0,
+)  # fmt: skip
+
+
+def epoch(loader) -> list[tuple[np.ndarray, list[int]]]:
+    return [(images.copy(), labels.tolist()) for images, labels in loader]
+
+
+def same(a, b) -> bool:
+    return len(a) == len(b) and all(
+        la == lb and np.array_equal(ia, ib) for (ia, la), (ib, lb) in zip(a, b, strict=True)
+    )
+
+
+def loader(items, **options) -> DataLoader:
+    options.setdefault("batch_size", 5)
+    return DataLoader(items, transform=PIPELINE, collate_fn=T.ImageCollate(on=0), **options)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_same_seed_same_images_on_every_backend_and_worker_count(backend):
+    items = jpeg_items()
+    reference = epoch(loader(items, seed=3, shuffle=True))
+    assert [label for _, labels in reference for label in labels] != list(range(24))
+    for workers in (1, 2, 3):
+        got = epoch(
+            loader(items, seed=3, shuffle=True, num_workers=workers, backend=backend, in_order=True)
+        )
+        assert same(got, reference), (backend, workers)
+    other_seed = epoch(loader(items, seed=4, shuffle=True))
+    assert not same(other_seed, reference)
+
+
+def test_each_epoch_draws_new_augmentations_and_a_resumed_epoch_the_same():
+    items = jpeg_items()
+    original = loader(items, seed=0, num_workers=2, persistent_workers=True)
+    first, second = epoch(original), epoch(original)
+    assert [labels for _, labels in first] == [labels for _, labels in second]
+    assert not same(first, second)  # the order is fixed, the augmentations are not
+
+    fresh = loader(items, seed=0, num_workers=2)
+    epoch(fresh)
+    iterator = iter(fresh)
+    taken = [next(iterator) for _ in range(2)]
+    state = json.loads(json.dumps(fresh.state_dict()))
+    rest = epoch(iterator)
+    resumed = loader(items, seed=0, num_workers=1)
+    resumed.load_state_dict(state)
+    assert same(epoch(resumed), rest)
+    assert same([(images.copy(), labels.tolist()) for images, labels in taken] + rest, second)
+
+
+def test_a_python_transform_runs_on_the_workers_with_each_index():
+    calls = []
+    lock = threading.Lock()
+
+    def transform(index, item):
+        with lock:
+            calls.append((index, item, get_worker_info() is not None))
+        return item * 10
+
+    data = list(range(100, 120))
+    got = DataLoader(data, batch_size=4, num_workers=2, transform=transform, shuffle=True, seed=1)
+    assert sorted(x for batch in got for x in batch.tolist()) == [x * 10 for x in data]
+    assert sorted(calls) == [(i, 100 + i, True) for i in range(20)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_transform_applies_to_items_fetched_in_parallel_and_without_batching(backend):
+    data = list(range(30))
+    options = {"num_workers": 2, "backend": backend, "transform": lambda i, x: (i, x + 1)}
+    unbatched = DataLoader(data, batch_size=None, **options)
+    assert [tuple(b) for b in unbatched] == [(i, i + 1) for i in range(30)]
+
+    class WithGetitems(list):
+        def __getitems__(self, indices):
+            return [self[i] for i in indices]
+
+    batched = DataLoader(WithGetitems(data), batch_size=6, **options)
+    assert [x for b in batched for x in b[1].tolist()] == [i + 1 for i in range(30)]
+
+
+def test_a_transform_sees_an_iterable_workers_items_by_position():
+    class Stream(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            start, step = (0, 1) if info is None else (info.id, info.num_workers)
+            return iter(range(start, 12, step))
+
+    seen = []
+    items = DataLoader(
+        Stream(), batch_size=None, num_workers=2, transform=lambda p, x: seen.append(p) or x
+    )
+    assert sorted(items) == list(range(12))
+    assert sorted(seen) == sorted(list(range(6)) * 2)
+
+
+def test_a_bad_transform_is_refused_by_name():
+    with pytest.raises(TypeError, match=r"transform=3\b"):
+        DataLoader([1, 2], transform=3)
+    with pytest.raises(TypeError, match=r"transform=HFlip\(\).*Compose\(\[op\]\)"):
+        DataLoader([1, 2], transform=T.HFlip())
+
+
+def test_corrupt_bytes_fail_for_their_index_through_the_loader():
+    items = jpeg_items(8)
+    items[5] = (b"not an image", 5)
+    with pytest.raises(T.ImageDecodeError, match="transform of item 5: the bytes are not"):
+        list(loader(items, num_workers=2, batch_size=2))
