@@ -45,6 +45,7 @@ CONFORMANCE_DEPS = [
     "pytest-timeout>=2.3",
     "hypothesis>=6.100,<6.156",
     "tqdm",  # tests/test_stats.py: the progress bar's total
+    "pillow>=10.1",  # the transforms' reference execution (the [images] extra)
 ]
 BROKEN_BACKENDS = ROOT / "conformance" / "broken"
 # The backend guide's example, checked like any out-of-tree backend.
@@ -296,8 +297,9 @@ def cffi_tsan(session: nox.Session) -> None:
 
 @nox.session(**MATRIX_SESSION)
 def demo(session: nox.Session) -> None:
-    """The main job: the synthetic dataset through every installed backend."""
-    install_project(session)
+    """The main job: the synthetic dataset, then JPEG photos through the image
+    pipeline, through every installed backend."""
+    install_project(session, "pillow>=10.1")
     session.run("python", "-m", "dataloader_api.demo", *session.posargs)
 
 

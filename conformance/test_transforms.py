@@ -1,0 +1,140 @@
+"""Property 10: a transforms pipeline gives the reference's items on the backend.
+
+Images and pipelines come from Hypothesis. The reference is the calling
+thread (``num_workers=0``), which runs ``transforms._reference``; a backend
+with a native pipeline may differ only within ``transforms.TOLERANCES``.
+Corrupt or foreign bytes raise ``ImageDecodeError`` for their item, never a crash.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dataloader_api import DataLoader
+from dataloader_api import transforms as T
+
+Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
+
+sizes = st.integers(1, 24)
+interpolations = st.sampled_from(T.INTERPOLATIONS)
+geometry = st.one_of(
+    st.builds(T.HFlip),
+    st.builds(T.VFlip),
+    st.builds(T.RandomHFlip, st.floats(0, 1)),
+    st.builds(T.RandomVFlip, st.floats(0, 1)),
+    st.builds(T.Rotate90, st.integers(-3, 5)),
+    st.builds(T.Pad, *[st.integers(0, 3)] * 4, value=st.integers(0, 255)),
+    st.builds(T.CenterCrop, st.tuples(sizes, sizes)),
+    st.builds(T.Resize, st.one_of(sizes, st.tuples(sizes, sizes)), interpolations),
+    st.builds(
+        T.RandomResizedCrop,
+        st.tuples(sizes, sizes),
+        scale=st.sampled_from([(0.08, 1.0), (0.5, 0.9)]),
+        interpolation=interpolations,
+    ),
+    st.builds(T.ToGray),
+    st.builds(T.ToRGB),
+)
+
+
+@st.composite
+def pipelines(draw):
+    encoded = draw(st.booleans())
+    ops = [T.Decode()] if encoded else []
+    ops += draw(st.lists(geometry, max_size=4))
+    if draw(st.booleans()):
+        ops.append(T.ToFloat())
+        if draw(st.booleans()):
+            ops.append(T.Normalize(draw(st.floats(-1, 1)), draw(st.floats(0.1, 2))))
+    if draw(st.booleans()):
+        ops.append(T.ToCHW())
+    return T.Compose(ops, on=0), encoded
+
+
+def tolerance(pipeline: T.Compose) -> float:
+    """What a native backend may differ by, carried through the ops after the first
+    approximate one (a u8 step becomes 1/255 after ToFloat, divided by std)."""
+    atol = 0.0
+    for op in pipeline.ops:
+        allowed = T.TOLERANCES.get(op.name, 0)
+        if op.name == "to_float":
+            atol /= 255
+        elif op.name == "normalize":
+            atol = atol / min(op.std) + allowed  # type: ignore[attr-defined]
+        else:
+            atol = max(atol, allowed)
+    return atol
+
+
+def images(draw, count: int) -> list[np.ndarray]:
+    channels = draw(st.sampled_from([1, 3, 4]), label="channels")
+    out = []
+    for _ in range(count):
+        shape = (draw(st.integers(1, 30)), draw(st.integers(1, 30)), channels)
+        seed = draw(st.integers(0, 2**32 - 1))
+        out.append(np.random.default_rng(seed).integers(0, 256, shape, np.uint8))
+    return out
+
+
+def png(image: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+@given(data=st.data(), length=st.integers(1, 12), num_workers=st.integers(1, 3))
+def test_a_pipeline_gives_the_references_items(backend, data, length, num_workers):
+    pipeline, encoded = data.draw(pipelines(), label="pipeline")
+    batch_size = data.draw(st.integers(1, 4), label="batch_size")
+    seed = data.draw(st.integers(0, 2**63 - 1), label="seed")
+    items = [
+        (png(image) if encoded else image, i) for i, image in enumerate(images(data.draw, length))
+    ]
+
+    def run(**options):
+        loader = DataLoader(
+            items, batch_size=batch_size, shuffle=True, seed=seed, transform=pipeline,
+            collate_fn=list, **options,
+        )  # fmt: skip
+        return [item for batch in loader for item in batch]
+
+    expected = run()
+    got = run(num_workers=num_workers, backend=backend)
+    atol = tolerance(pipeline)
+    assert [label for _, label in got] == [label for _, label in expected]
+    for (image, label), (reference, _) in zip(got, expected, strict=True):
+        assert image.dtype == reference.dtype and image.shape == reference.shape, label
+        if atol == 0:
+            np.testing.assert_array_equal(image, reference, err_msg=f"item {label}")
+        else:
+            np.testing.assert_allclose(image, reference, rtol=0, atol=atol, err_msg=f"item {label}")
+
+
+signatures = st.sampled_from([b"", b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"RIFF\0\0\0\0WEBP"])
+
+
+@given(
+    prefix=signatures,
+    tail=st.binary(max_size=64),
+    bad=st.integers(0, 7),
+    num_workers=st.integers(1, 3),
+)
+def test_bytes_that_are_no_image_raise_for_their_item(backend, prefix, tail, bad, num_workers):
+    items = [png(np.full((4, 5, 3), i, np.uint8)) for i in range(8)]
+    items[bad] = prefix + tail
+    loader = DataLoader(
+        items,
+        batch_size=2,
+        num_workers=num_workers,
+        backend=backend,
+        transform=T.Compose([T.Decode(max_pixels=10**4)]),
+    )
+    with pytest.raises(T.ImageDecodeError) as raised:
+        list(loader)
+    assert raised.value.index == bad
+    assert str(raised.value).startswith(f"transform of item {bad}: ")
