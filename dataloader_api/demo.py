@@ -1,10 +1,13 @@
 """The main job: load the built-in synthetic dataset through every installed backend.
 
     python -m dataloader_api.demo [--items N] [--workers N] [--epochs N] [--read-latency S]
+                                  [--images N]
 
 Prints one row per backend (and one for loading on the calling thread): the
 interpreter, items per second (median over the epochs) and the time to the
-first batch of a fresh loader.
+first batch of a fresh loader. Then the same rows for JPEG photos through an
+image pipeline (decode, random resized crop, flip, normalize), when Pillow
+is installed.
 """
 
 from __future__ import annotations
@@ -29,13 +32,18 @@ def interpreter() -> str:
 
 
 def measure(
-    dataset: SyntheticImages, backend: str | None, workers: int, batch_size: int, epochs: int
+    dataset: Any,
+    backend: str | None,
+    workers: int,
+    batch_size: int,
+    epochs: int,
+    **options: Any,
 ) -> tuple[float, float]:
     """(median items/s over ``epochs``, seconds to the first batch of a new loader)."""
 
     def make() -> DataLoader[Any]:
         return DataLoader(
-            dataset, batch_size=batch_size, num_workers=workers, backend=backend, seed=0
+            dataset, batch_size=batch_size, num_workers=workers, backend=backend, seed=0, **options
         )
 
     start = time.perf_counter()
@@ -53,6 +61,46 @@ def measure(
     return statistics.median(rates), first_batch
 
 
+def jpeg_photos(count: int) -> list[tuple[bytes, int]]:
+    """(JPEG bytes, label) items of 375x500: smooth colour with noise, as photos compress."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:375, 0:500]
+    items = []
+    for i in range(count):
+        scene = np.stack([(x + 7 * i) % 256, (y + 3 * i) % 256, (x + y + i) % 256], axis=2)
+        pixels = np.clip(scene + rng.normal(0, 12, scene.shape), 0, 255).astype(np.uint8)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, "JPEG", quality=90)
+        items.append((buffer.getvalue(), i % 1000))
+    return items
+
+
+def image_options() -> dict[str, Any]:
+    from . import transforms as T
+
+    pipeline = T.Compose(
+        [T.Decode(), T.ToRGB(), T.RandomResizedCrop(224), T.RandomHFlip(), T.ToFloat(),
+         T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]), T.ToCHW()],
+        on=0,
+    )  # fmt: skip
+    return {"transform": pipeline, "collate_fn": T.ImageCollate(on=0)}
+
+
+def print_rows(rows: list[tuple[str, int, float, float]]) -> None:
+    header = (
+        f"{'backend':<18} {'interpreter':<18} {'workers':>7} {'items/s':>10} {'first batch':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, workers, rate, first in rows:
+        print(f"{name:<18} {interpreter():<18} {workers:>7} {rate:>10,.0f} {first * 1e3:>9.2f} ms")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=4096, help="dataset length (default 4096)")
@@ -65,12 +113,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.0002,
         help="simulated storage latency per item in seconds (default 0.0002; 0 for none)",
     )
+    parser.add_argument(
+        "--images", type=int, default=128, help="JPEG photos for the image rows (0: none)"
+    )
     args = parser.parse_args(argv)
     for name in ("items", "workers", "batch_size", "epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.read_latency < 0:
         parser.error("--read-latency must be non-negative")
+    if args.images < 0:
+        parser.error("--images must be non-negative")
 
     dataset = SyntheticImages(args.items, shape=(3, 32, 32), read_latency=args.read_latency)
     installed = backends()
@@ -91,17 +144,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 *measure(dataset, name, args.workers, args.batch_size, args.epochs),
             )
         )
-    header = (
-        f"{'backend':<18} {'interpreter':<18} {'workers':>7} {'items/s':>10} {'first batch':>12}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, workers, rate, first in rows:
-        print(f"{name:<18} {interpreter():<18} {workers:>7} {rate:>10,.0f} {first * 1e3:>9.2f} ms")
+    print_rows(rows)
+    if args.images and installed:
+        show_images(args.images, installed, args.workers, args.epochs)
     if not installed:
         print("no backend is installed: only the calling-thread row was measured", file=sys.stderr)
         return 1
     return 0
+
+
+def show_images(count: int, installed: list[str], workers: int, epochs: int) -> None:
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        print('\nno image rows: Pillow is not installed (pip install "dataloader-api[images]")')
+        return
+    photos, options = jpeg_photos(count), image_options()
+    print(
+        f"\nimages: {count} JPEG photos of 500x375 -> decode, random resized crop 224, "
+        "random flip, normalize, CHW float32 (the reference pipeline), batch_size=32"
+    )
+    rows = [("(calling thread)", 0, *measure(photos, None, 0, 32, epochs, **options))]
+    for name in installed:
+        rows.append((name, workers, *measure(photos, name, workers, 32, epochs, **options)))
+    print_rows(rows)
 
 
 if __name__ == "__main__":

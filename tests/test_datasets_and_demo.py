@@ -26,13 +26,25 @@ def test_synthetic_items_are_deterministic_and_checked():
 
 
 def test_demo_prints_a_row_per_installed_backend(capsys):
-    assert main(["--items", "128", "--epochs", "1", "--read-latency", "0"]) == 0
+    assert main(["--items", "128", "--epochs", "1", "--read-latency", "0", "--images", "0"]) == 0
     out = capsys.readouterr().out
     rows = [line.split()[0] for line in out.splitlines()[3:]]
     assert rows == ["(calling", *backends()]
     assert "items/s" in out and "ms" in out.splitlines()[-1]
 
 
+def test_demo_prints_an_image_row_per_installed_backend(capsys):
+    pytest.importorskip("PIL", reason="the image rows need Pillow")
+    argv = ["--items", "64", "--epochs", "1", "--read-latency", "0", "--images", "8"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("images: 8 JPEG photos"))
+    rows = [line.split()[0] for line in lines[start + 3 :]]
+    assert rows == ["(calling", *backends()]
+
+
 def test_demo_rejects_bad_arguments():
     with pytest.raises(SystemExit):
         main(["--workers", "0"])
+    with pytest.raises(SystemExit):
+        main(["--images", "-1"])
