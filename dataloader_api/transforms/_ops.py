@@ -212,8 +212,8 @@ class CenterCrop(Op):
 class Resize(Op):
     """To ``size``: an int sets the shorter side (aspect kept, the longer side
     truncated, as torchvision), a pair sets (height, width). Filters are
-    Pillow's, antialiased when downscaling; each channel is resized on its own
-    (alpha is not premultiplied)."""
+    Pillow's, antialiased when downscaling, width first then height; each
+    channel is resized on its own (alpha is not premultiplied)."""
 
     size: Sequence[int] | int
     interpolation: str = "bilinear"

@@ -125,13 +125,24 @@ def resized_size(size: Sequence[int] | int, height: int, width: int) -> tuple[in
 
 
 def _resample(image: Any, height: int, width: int, interpolation: str) -> Any:
+    """Pillow's filter and arithmetic, one axis at a time: width, then height.
+
+    Pillow's own ``resize`` picks the order of its two passes itself, which
+    moves results by one step in some size combinations; a fixed order keeps
+    the reference a definition that native code can equal bit for bit.
+    """
+    if image.shape[1] != width:
+        image = _resample_once(image, image.shape[0], width, interpolation)
+    if image.shape[0] != height:
+        image = _resample_once(image, height, width, interpolation)
+    return image
+
+
+def _resample_once(image: Any, height: int, width: int, interpolation: str) -> Any:
     from PIL import Image
 
-    if image.shape[:2] == (height, width):
-        return image
     resample = getattr(Image.Resampling, interpolation.upper())
-    channels = image.shape[2]
-    if image.dtype == np.uint8 and channels == 3:
+    if image.dtype == np.uint8 and image.shape[2] == 3:
         out = Image.fromarray(image, "RGB").resize((width, height), resample, reducing_gap=None)
         return np.asarray(out)
     # One band at a time: no premultiplied alpha, and float32 as Pillow's "F".
@@ -142,7 +153,7 @@ def _resample(image: Any, height: int, width: int, interpolation: str) -> Any:
                 (width, height), resample, reducing_gap=None
             )
         )
-        for c in range(channels)
+        for c in range(image.shape[2])
     ]
     return np.stack(bands, axis=2)
 
