@@ -25,7 +25,7 @@ from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_worker_info import patch_torch_worker_info
-from ._transform_hook import Transform, epoch_transform, transformed_fetch
+from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
 from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
@@ -315,14 +315,18 @@ def _start_stream(
         jobs, fetch = plan, make_fetch(options.dataset, options.auto_collation)
         if options.items_in_parallel > 1:
             getitem = options.dataset.__getitem__
+    images = None
     if transform is not None:
+        if options.auto_collation and getitem is None:
+            raw = recorder.timed_fetch(fetch, True) if recorder is not None else fetch
+            images = image_work(transform, raw)
         fetch = transformed_fetch(fetch, transform, options.auto_collation)
         if getitem is not None:
             getitem = transformed_fetch(getitem, transform, batched=False)
     if recorder is not None:
         jobs = recorder.jobs(jobs)
         fetch = recorder.timed_fetch(fetch, options.auto_collation)
-    work = MapWork(jobs, fetch, collate, options.collate_is_default, getitem, recorder)
+    work = MapWork(jobs, fetch, collate, options.collate_is_default, getitem, recorder, images)
     return workers.pool.map_batches(
         work, StreamSpec(options.window, options.in_order, timeout, on_timeout)
     )

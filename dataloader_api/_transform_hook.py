@@ -14,8 +14,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._seeding import EpochSeeds, IteratorSeeds, derive_seed
+from .contract import ImageWork
 
-__all__ = ["check_transform", "epoch_transform", "transformed_fetch", "transformed_stream"]
+__all__ = [
+    "check_transform",
+    "epoch_transform",
+    "image_work",
+    "transformed_fetch",
+    "transformed_stream",
+]
 
 Transform = Callable[[Any, Any], Any]
 _TRANSFORM_SEED_TAG = 0x7472616E73666F72  # b"transfor": apart from the sampler's stream
@@ -70,6 +77,21 @@ def transformed_fetch(
         return [transform(index, item) for index, item in zip(indices, items, strict=True)]
 
     return fetch_transformed
+
+
+def image_work(transform: Transform | None, fetch: Callable[[Any], Any]) -> ImageWork | None:
+    """``MapWork.images`` for an epoch whose transform is a bound pipeline."""
+    module = sys.modules.get("dataloader_api.transforms._pipeline")
+    if module is None or not isinstance(transform, module.BoundPipeline):
+        return None
+    return ImageWork(
+        fetch=fetch,
+        pipeline=transform.pipeline.to_dict(),
+        epoch_seed=transform.epoch_seed,
+        image_of=transform.image_of,
+        put=transform.put,
+        apply=transform,
+    )
 
 
 def transformed_stream(items: Iterator[Any], transform: Transform) -> Iterator[Any]:

@@ -110,6 +110,7 @@ __all__ = [
     "Backend",
     "BatchJob",
     "BatchStream",
+    "ImageWork",
     "IterWork",
     "MapWork",
     "PoolSpec",
@@ -233,6 +234,10 @@ class MapWork:
       then time themselves, and a backend that replaces one of them reports
       through ``stats.record_fetch(seconds, items)`` or
       ``stats.record_collate(seconds)``.
+    - ``images``: set when ``transform=`` is a ``transforms.Compose`` (and
+      batches are lists of items, without ``getitem``): ``fetch`` applies the
+      pipeline with the reference; a backend may instead call
+      ``images.fetch`` and run the pipeline itself (see ``ImageWork``).
     """
 
     jobs: Iterable[BatchJob]
@@ -241,6 +246,29 @@ class MapWork:
     collate_is_default: bool = False
     getitem: Callable[[Any], Any] | None = None
     stats: StatsSink | None = None
+    images: ImageWork | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImageWork:
+    """A ``transforms`` pipeline a backend may run natively (``MapWork.images``).
+
+    ``fetch(indices)`` gives a job's items before the pipeline; ``pipeline`` is
+    ``Compose.to_dict()`` (plain data); each item's random ops draw from
+    ``transforms.ItemRandom(epoch_seed, index)``. ``image_of(item)`` is the
+    image in an item and ``put(item, image)`` the item with the result.
+    ``apply(index, item)`` is the reference for one item: a backend hands it
+    every item it does not reproduce exactly and every item whose pipeline
+    fails, so results and errors are the reference's (within
+    ``transforms.TOLERANCES``, as the conformance suite checks).
+    """
+
+    fetch: Callable[[Any], Any]
+    pipeline: dict[str, Any]
+    epoch_seed: int
+    image_of: Callable[[Any], Any]
+    put: Callable[[Any, Any], Any]
+    apply: Callable[[Any, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)

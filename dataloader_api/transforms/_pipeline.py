@@ -101,21 +101,32 @@ class BoundPipeline:
     def __call__(self, index: Any, item: Any) -> Any:
         pipeline = self.pipeline
         random = ItemRandom(self.epoch_seed, index) if pipeline.random else None
-        on = pipeline.on
+        image = self.image_of(item, index)
+        return self.put(item, self._run(pipeline.ops, image, random, index))
+
+    def image_of(self, item: Any, index: Any = None) -> Any:
+        """The part of ``item`` the pipeline transforms (``Compose``'s ``on=``)."""
+        on = self.pipeline.on
         if on is None:
-            return self._run(pipeline.ops, item, random, index)
+            return item
         try:
-            image = item[on]
+            return item[on]
         except (LookupError, TypeError):
+            which = f"item {index!r}" if index is not None else "the item"
             raise TypeError(
                 f"transform: the pipeline takes the image from item[{on!r}] (Compose's on=), "
-                f"but item {index!r} is {type(item).__name__} without it"
+                f"but {which} is {type(item).__name__} without it"
             ) from None
-        result = self._run(pipeline.ops, image, random, index)
+
+    def put(self, item: Any, image: Any) -> Any:
+        """``item`` with its image replaced by the transformed ``image``."""
+        on = self.pipeline.on
+        if on is None:
+            return image
         if isinstance(item, Mapping):
             changed = dict(item)
-            changed[on] = result
+            changed[on] = image
             return changed
         parts = list(item)
-        parts[on] = result  # type: ignore[index]
+        parts[on] = image  # type: ignore[index]
         return tuple(parts) if isinstance(item, tuple) else parts
