@@ -265,7 +265,8 @@ def lint(session: nox.Session) -> None:
             env=cargo,
             external=True,
         )
-        session.run("cargo", "test", "--release", "-p", "dataloader-core", env=cargo, external=True)
+        for crate in ("dataloader-core", "dataloader-imaging"):
+            session.run("cargo", "test", "--release", "-p", crate, env=cargo, external=True)
 
 
 @nox.session(python=False)

@@ -1,6 +1,7 @@
 """Property 10: a transforms pipeline gives the reference's items on the backend.
 
-Images and pipelines come from Hypothesis. The reference is the calling
+Images (arrays, or PNG and JPEG bytes of any quality, subsampling and
+progression) and pipelines come from Hypothesis. The reference is the calling
 thread (``num_workers=0``), which runs ``transforms._reference``; a backend
 with a native pipeline may differ only within ``transforms.TOLERANCES``.
 Corrupt or foreign bytes raise ``ImageDecodeError`` for their item, never a crash.
@@ -44,7 +45,7 @@ geometry = st.one_of(
 
 @st.composite
 def pipelines(draw):
-    encoded = draw(st.booleans())
+    encoded = draw(st.sampled_from([None, "PNG", "JPEG"]))
     ops = [T.Decode()] if encoded else []
     ops += draw(st.lists(geometry, max_size=4))
     if draw(st.booleans()):
@@ -81,10 +82,23 @@ def images(draw, count: int) -> list[np.ndarray]:
     return out
 
 
-def png(image: np.ndarray) -> bytes:
+def encode(image: np.ndarray, fmt: str, draw=None) -> bytes:
     buffer = io.BytesIO()
-    Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image).save(buffer, "PNG")
+    options = {}
+    if fmt == "JPEG":
+        image = image[:, :, :3]  # JPEG has no alpha
+        if draw is not None:
+            options = {
+                "quality": draw(st.integers(30, 100), label="quality"),
+                "subsampling": draw(st.sampled_from([0, 1, 2]), label="subsampling"),
+                "progressive": draw(st.booleans(), label="progressive"),
+            }
+    Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image).save(buffer, fmt, **options)
     return buffer.getvalue()
+
+
+def png(image: np.ndarray) -> bytes:
+    return encode(image, "PNG")
 
 
 @given(data=st.data(), length=st.integers(1, 12), num_workers=st.integers(1, 3))

@@ -124,6 +124,8 @@ pub struct MapWork<'py> {
     pub collate_is_default: bool,
     pub getitem: Option<Bound<'py, PyAny>>,
     pub stats: Option<Bound<'py, PyAny>>,
+    /// `MapWork.images`: a transforms pipeline this backend runs natively.
+    pub images: Option<Bound<'py, PyAny>>,
 }
 
 /// `None` for Python's None.
@@ -152,6 +154,8 @@ impl<'py> MapWork<'py> {
             collate_is_default,
             getitem: optional(field(work, CLASS, "getitem")?),
             stats: optional(field(work, CLASS, "stats")?),
+            // Older look-alikes without the field: no native pipeline.
+            images: work.getattr_opt("images")?.and_then(optional),
         })
     }
 }

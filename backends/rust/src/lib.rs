@@ -5,9 +5,11 @@
 mod attach;
 mod collate;
 mod contract;
+mod images;
 mod iter_stream;
 mod map_job;
 mod map_stream;
+mod pixel_buffer;
 mod pool;
 mod pool_shared;
 mod wait;
@@ -22,5 +24,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<map_stream::MapStream>()?;
     module.add_class::<iter_stream::IterStream>()?;
     module.add_function(wrap_pyfunction!(pool_shared::drain_at_exit, module)?)?;
+    module.add_class::<pixel_buffer::PixelBuffer>()?;
+    module.add_function(wrap_pyfunction!(images::run_pipeline, module)?)?;
     Ok(())
 }

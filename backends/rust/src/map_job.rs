@@ -1,5 +1,6 @@
 //! What one map-style job runs on a pool thread: `collate(fetch(indices))`,
 //! or the backend's own version of either step (items fetched in parallel,
+//! a transforms pipeline run natively (`images.rs`),
 //! native collation) with its time reported to the loader.
 
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use rayon::prelude::*;
 use crate::attach;
 use crate::collate::NativeCollate;
 use crate::contract::{stats_method, MapWork};
+use crate::images::ImageJobs;
 
 /// The callables a map-style job runs, looked up once per epoch.
 pub struct MapJobs {
@@ -26,6 +28,8 @@ pub struct MapJobs {
     getitem: Option<Py<PyAny>>,
     /// `stats.record_fetch(seconds, items)`, for that case with stats on.
     record_fetch: Option<Py<PyAny>>,
+    /// A transforms pipeline run natively on each job's items.
+    images: Option<ImageJobs>,
     pub items_in_parallel: usize,
 }
 
@@ -68,6 +72,7 @@ impl MapJobs {
             record_collate,
             getitem,
             record_fetch,
+            images: work.images.as_ref().map(ImageJobs::read).transpose()?,
             items_in_parallel,
         })
     }
@@ -77,8 +82,9 @@ impl MapJobs {
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let samples = match &self.getitem {
-            Some(getitem) => {
+        let samples = match (&self.images, &self.getitem) {
+            (Some(images), _) => images.fetch(py, indices)?,
+            (None, Some(getitem)) => {
                 let started = Instant::now();
                 let samples = self.fetch_in_parallel(py, getitem, indices)?;
                 let seconds = started.elapsed().as_secs_f64();
@@ -86,7 +92,7 @@ impl MapJobs {
                 report(py, &self.record_fetch, (seconds, items).into_pyobject(py));
                 samples
             }
-            None => {
+            (None, None) => {
                 let args = PyTuple::new(py, [indices])?;
                 attach::call(py, self.fetch.bind(py), args.as_any())?
             }

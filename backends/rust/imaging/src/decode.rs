@@ -1,0 +1,167 @@
+//! `Decode`: the format sniffed, the size checked from the header, then
+//! libjpeg-turbo (as mozjpeg), `png` or `image-webp`. Anything this cannot
+//! match exactly, and every decoding error, is a [`Fallback`]: the
+//! reference then decodes the item and raises Pillow's own error, so both
+//! paths agree on what fails and how.
+
+use std::io::Cursor;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::{Fallback, Image};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Jpeg,
+    Png,
+    Webp,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::Jpeg => "JPEG",
+            Format::Png => "PNG",
+            Format::Webp => "WEBP",
+        }
+    }
+}
+
+pub fn sniff(data: &[u8]) -> Option<Format> {
+    if data.starts_with(b"\xff\xd8\xff") {
+        Some(Format::Jpeg)
+    } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(Format::Png)
+    } else if data.starts_with(b"RIFF") && data.len() >= 12 && &data[8..12] == b"WEBP" {
+        Some(Format::Webp)
+    } else {
+        None
+    }
+}
+
+fn fallback(why: impl Into<String>) -> Fallback {
+    Fallback(why.into())
+}
+
+fn check_size(
+    format: Format,
+    width: usize,
+    height: usize,
+    max_pixels: u64,
+) -> Result<(), Fallback> {
+    let pixels = width as u64 * height as u64;
+    if pixels > max_pixels {
+        return Err(fallback(format!("{} image over max_pixels", format.name())));
+    }
+    Ok(())
+}
+
+pub fn decode(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+    let Some(format) = sniff(data) else {
+        return Err(fallback("not an image format decoded natively"));
+    };
+    // A decoder that panics (libjpeg's errors unwind) must not cross into Python.
+    match catch_unwind(AssertUnwindSafe(|| match format {
+        Format::Jpeg => jpeg(data, max_pixels),
+        Format::Png => png(data, max_pixels),
+        Format::Webp => webp(data, max_pixels),
+    })) {
+        Ok(result) => result,
+        Err(_) => Err(fallback("the native decoder failed")),
+    }
+}
+
+fn jpeg(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+    // libjpeg pads a truncated stream with a fake end marker; Pillow raises.
+    let end = data.iter().rposition(|&b| b != 0).unwrap_or(0);
+    if end < 1 || data[end - 1..=end] != [0xff, 0xd9] {
+        return Err(fallback("no end-of-image marker"));
+    }
+    let decompress =
+        mozjpeg::Decompress::new_mem(data).map_err(|e| fallback(format!("JPEG header: {e}")))?;
+    check_size(
+        Format::Jpeg,
+        decompress.width(),
+        decompress.height(),
+        max_pixels,
+    )?;
+    let (channels, started) = match decompress.color_space() {
+        mozjpeg::ColorSpace::JCS_GRAYSCALE => (1, decompress.grayscale()),
+        mozjpeg::ColorSpace::JCS_YCbCr | mozjpeg::ColorSpace::JCS_RGB => (3, decompress.rgb()),
+        _ => return Err(fallback("a CMYK or YCCK JPEG")),
+    };
+    let mut started = started.map_err(|e| fallback(e.to_string()))?;
+    let (width, height) = (started.width(), started.height());
+    let pixels = started
+        .read_scanlines::<u8>()
+        .map_err(|e| fallback(e.to_string()))?;
+    started.finish().map_err(|e| fallback(e.to_string()))?;
+    if pixels.len() != width * height * channels {
+        return Err(fallback("fewer scanlines than the header promised"));
+    }
+    Ok(Image::u8(height, width, channels, pixels))
+}
+
+fn png(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+    let mut decoder = png::Decoder::new(Cursor::new(data));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let header = decoder
+        .read_header_info()
+        .map_err(|e| fallback(e.to_string()))?;
+    let (width, height) = (header.width as usize, header.height as usize);
+    let (color, depth) = (header.color_type, header.bit_depth);
+    check_size(Format::Png, width, height, max_pixels)?;
+    if color == png::ColorType::Grayscale && depth == png::BitDepth::Sixteen {
+        return Err(fallback("16-bit gray (Pillow's mode I;16)"));
+    }
+    let mut reader = decoder.read_info().map_err(|e| fallback(e.to_string()))?;
+    if reader.info().is_animated() {
+        return Err(fallback("an animated PNG"));
+    }
+    let mut buffer = vec![
+        0;
+        reader
+            .output_buffer_size()
+            .ok_or_else(|| fallback("too large"))?
+    ];
+    let frame = reader
+        .next_frame(&mut buffer)
+        .map_err(|e| fallback(e.to_string()))?;
+    buffer.truncate(frame.buffer_size());
+    let channels = frame.color_type.samples();
+    // tRNS adds alpha on expansion; Pillow keeps it only for palette images.
+    let added_alpha = reader.info().trns.is_some() && color != png::ColorType::Indexed;
+    let (channels, pixels) = if added_alpha {
+        let kept = channels - 1;
+        let pixels = buffer
+            .chunks_exact(channels)
+            .flat_map(|p| p[..kept].to_vec())
+            .collect();
+        (kept, pixels)
+    } else {
+        (channels, buffer)
+    };
+    Ok(Image::u8(height, width, channels, pixels))
+}
+
+fn webp(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+    let mut decoder =
+        image_webp::WebPDecoder::new(Cursor::new(data)).map_err(|e| fallback(e.to_string()))?;
+    let (width, height) = decoder.dimensions();
+    let (width, height) = (width as usize, height as usize);
+    check_size(Format::Webp, width, height, max_pixels)?;
+    if decoder.is_animated() || decoder.is_lossy() {
+        // libwebp's lossy decoder is the reference; image-webp's rounds differently.
+        return Err(fallback("lossy or animated WebP"));
+    }
+    let channels = if decoder.has_alpha() { 4 } else { 3 };
+    let mut pixels = vec![
+        0;
+        decoder
+            .output_buffer_size()
+            .ok_or_else(|| fallback("too large"))?
+    ];
+    decoder
+        .read_image(&mut pixels)
+        .map_err(|e| fallback(e.to_string()))?;
+    Ok(Image::u8(height, width, channels, pixels))
+}

@@ -1,0 +1,69 @@
+//! `dataloader_api.transforms` natively: the same ops, the same random
+//! numbers, the same pixels as the Pillow + NumPy reference (resampling is
+//! Pillow's algorithm, ported), with no Python in it. The pyo3 crate parses
+//! a pipeline's record into [`Pipeline`] and runs it without the interpreter.
+
+pub mod decode;
+pub mod ops;
+pub mod pipeline;
+pub mod random;
+pub mod resample;
+
+pub use pipeline::{Op, Pipeline};
+
+/// An image: `height` × `width` × `channels`, row-major, HWC unless `chw`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    pub height: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub chw: bool,
+    pub pixels: Pixels,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pixels {
+    U8(Vec<u8>),
+    F32(Vec<f32>),
+}
+
+/// Why the native pipeline hands an item to the reference: an input it does
+/// not reproduce exactly (a CMYK JPEG, lossy WebP, 16-bit gray PNG...) or any
+/// error (corrupt bytes, a crop that does not fit, an image over
+/// `max_pixels`). The reference then gives the item, or raises the error
+/// with its own type and message, so both paths fail alike.
+#[derive(Debug, PartialEq)]
+pub struct Fallback(pub String);
+
+impl Image {
+    pub fn u8(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Image {
+        debug_assert_eq!(data.len(), height * width * channels);
+        Image {
+            height,
+            width,
+            channels,
+            chw: false,
+            pixels: Pixels::U8(data),
+        }
+    }
+
+    pub fn f32(height: usize, width: usize, channels: usize, data: Vec<f32>) -> Image {
+        debug_assert_eq!(data.len(), height * width * channels);
+        Image {
+            height,
+            width,
+            channels,
+            chw: false,
+            pixels: Pixels::F32(data),
+        }
+    }
+
+    /// The array shape as NumPy sees it.
+    pub fn shape(&self) -> [usize; 3] {
+        if self.chw {
+            [self.channels, self.height, self.width]
+        } else {
+            [self.height, self.width, self.channels]
+        }
+    }
+}

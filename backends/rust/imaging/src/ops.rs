@@ -1,0 +1,270 @@
+//! The ops other than decoding and resampling, each equal to the reference's
+//! NumPy expression (named in each function's comment).
+
+use crate::random::ItemRandom;
+use crate::{Image, Pixels};
+
+/// Apply `f` to the pixel vector whatever its type.
+macro_rules! each_type {
+    ($pixels:expr, $v:ident => $body:expr) => {
+        match $pixels {
+            Pixels::U8($v) => Pixels::U8($body),
+            Pixels::F32($v) => Pixels::F32($body),
+        }
+    };
+}
+
+fn remap<T: Copy>(
+    src: &[T],
+    channels: usize,
+    out_h: usize,
+    out_w: usize,
+    at: impl Fn(usize, usize) -> usize,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(out_h * out_w * channels);
+    for y in 0..out_h {
+        for x in 0..out_w {
+            let start = at(y, x) * channels;
+            out.extend_from_slice(&src[start..start + channels]);
+        }
+    }
+    out
+}
+
+/// `image[top:top+h, left:left+w]` (the caller checked that it fits).
+pub fn crop(image: Image, top: usize, left: usize, h: usize, w: usize) -> Image {
+    let (width, c) = (image.width, image.channels);
+    let pixels = each_type!(image.pixels, v => {
+        let mut out = Vec::with_capacity(h * w * c);
+        for y in top..top + h {
+            let row = (y * width + left) * c;
+            out.extend_from_slice(&v[row..row + w * c]);
+        }
+        out
+    });
+    Image {
+        height: h,
+        width: w,
+        pixels,
+        ..image
+    }
+}
+
+/// `np.pad(image, ((top, bottom), (left, right), (0, 0)), constant_values=value)`.
+pub fn pad(
+    image: Image,
+    top: usize,
+    bottom: usize,
+    left: usize,
+    right: usize,
+    value: f64,
+) -> Image {
+    let (h, w, c) = (image.height, image.width, image.channels);
+    let (out_h, out_w) = (h + top + bottom, w + left + right);
+    fn fill<T: Copy>(v: &[T], value: T, dims: [usize; 7]) -> Vec<T> {
+        let [h, w, c, top, left, out_h, out_w] = dims;
+        let mut out = vec![value; out_h * out_w * c];
+        for y in 0..h {
+            let to = ((y + top) * out_w + left) * c;
+            out[to..to + w * c].copy_from_slice(&v[y * w * c..(y + 1) * w * c]);
+        }
+        out
+    }
+    let dims = [h, w, c, top, left, out_h, out_w];
+    let pixels = match image.pixels {
+        Pixels::U8(v) => Pixels::U8(fill(&v, value as u8, dims)),
+        Pixels::F32(v) => Pixels::F32(fill(&v, value as f32, dims)),
+    };
+    Image {
+        height: out_h,
+        width: out_w,
+        pixels,
+        ..image
+    }
+}
+
+/// torchvision's `center_crop`: zero padding where the crop is larger, then
+/// the box at `round((H - h) / 2)` (half to even, as Python's `round`).
+pub fn center_crop(image: Image, h: usize, w: usize) -> Image {
+    let mut image = image;
+    if h > image.height || w > image.width {
+        let pad_h = h.saturating_sub(image.height);
+        let pad_w = w.saturating_sub(image.width);
+        image = pad(
+            image,
+            pad_h / 2,
+            pad_h.div_ceil(2),
+            pad_w / 2,
+            pad_w.div_ceil(2),
+            0.0,
+        );
+    }
+    let top = ((image.height - h) as f64 / 2.0).round_ties_even() as usize;
+    let left = ((image.width - w) as f64 / 2.0).round_ties_even() as usize;
+    crop(image, top, left, h, w)
+}
+
+/// `np.flip(image, 1)` (`horizontal`) or `np.flip(image, 0)`.
+pub fn flip(image: Image, horizontal: bool) -> Image {
+    let (h, w, c) = (image.height, image.width, image.channels);
+    let pixels = each_type!(image.pixels, v => remap(&v, c, h, w, |y, x| {
+        if horizontal { y * w + (w - 1 - x) } else { (h - 1 - y) * w + x }
+    }));
+    Image { pixels, ..image }
+}
+
+/// `np.rot90(image, k, axes=(0, 1))`: counter-clockwise quarter turns.
+pub fn rotate90(image: Image, k: i64) -> Image {
+    let turns = k.rem_euclid(4);
+    let (h, w, c) = (image.height, image.width, image.channels);
+    let (out_h, out_w) = if turns % 2 == 1 { (w, h) } else { (h, w) };
+    let pixels = each_type!(image.pixels, v => remap(&v, c, out_h, out_w, |y, x| match turns {
+        0 => y * w + x,
+        1 => x * w + (w - 1 - y),
+        2 => (h - 1 - y) * w + (w - 1 - x),
+        _ => (h - 1 - x) * w + y,
+    }));
+    Image {
+        height: out_h,
+        width: out_w,
+        pixels,
+        ..image
+    }
+}
+
+/// Three channels: gray repeated, alpha dropped (u8 only).
+pub fn to_rgb(image: Image) -> Image {
+    let c = image.channels;
+    let Pixels::U8(v) = image.pixels else {
+        unreachable!("Compose checks the dtype")
+    };
+    let out: Vec<u8> = match c {
+        3 => v,
+        1 | 2 => v.chunks_exact(c).flat_map(|p| [p[0], p[0], p[0]]).collect(),
+        _ => v.chunks_exact(c).flat_map(|p| [p[0], p[1], p[2]]).collect(),
+    };
+    Image {
+        channels: 3,
+        pixels: Pixels::U8(out),
+        ..image
+    }
+}
+
+/// Pillow's luma `(19595 R + 38470 G + 7471 B + 0x8000) >> 16`; gray keeps its value.
+pub fn to_gray(image: Image) -> Image {
+    let c = image.channels;
+    let Pixels::U8(v) = image.pixels else {
+        unreachable!("Compose checks the dtype")
+    };
+    let out: Vec<u8> = match c {
+        1 => v,
+        2 => v.chunks_exact(2).map(|p| p[0]).collect(),
+        _ => v
+            .chunks_exact(c)
+            .map(|p| {
+                let luma = p[0] as u32 * 19595 + p[1] as u32 * 38470 + p[2] as u32 * 7471;
+                ((luma + 0x8000) >> 16) as u8
+            })
+            .collect(),
+    };
+    Image {
+        channels: 1,
+        pixels: Pixels::U8(out),
+        ..image
+    }
+}
+
+/// `image.astype(np.float32) / np.float32(255)`.
+pub fn to_float(image: Image) -> Image {
+    let Pixels::U8(v) = image.pixels else {
+        unreachable!("Compose checks the dtype")
+    };
+    let out = v.iter().map(|&x| x as f32 / 255.0f32).collect();
+    Image {
+        pixels: Pixels::F32(out),
+        ..image
+    }
+}
+
+/// `(image - mean) / std` in float32, per channel of the current layout.
+pub fn normalize(image: Image, mean: &[f32], std: &[f32]) -> Result<Image, String> {
+    let c = image.channels;
+    for (name, values) in [("mean", mean), ("std", std)] {
+        if values.len() != 1 && values.len() != c {
+            return Err(format!(
+                "Normalize: {name} has {} values for {c} channels",
+                values.len()
+            ));
+        }
+    }
+    let pick = |values: &[f32], channel: usize| values[if values.len() == 1 { 0 } else { channel }];
+    let Pixels::F32(mut v) = image.pixels else {
+        unreachable!("Compose checks the dtype")
+    };
+    let plane = image.height * image.width;
+    for (i, x) in v.iter_mut().enumerate() {
+        let channel = if image.chw { i / plane } else { i % c };
+        *x = (*x - pick(mean, channel)) / pick(std, channel);
+    }
+    Ok(Image {
+        pixels: Pixels::F32(v),
+        ..image
+    })
+}
+
+/// Channels first (`to_chw`) or last again, as a contiguous copy.
+pub fn relayout(image: Image, chw: bool) -> Image {
+    let (h, w, c) = (image.height, image.width, image.channels);
+    let plane = h * w;
+    let pixels = each_type!(image.pixels, v => {
+        let mut out = Vec::with_capacity(v.len());
+        if chw {
+            for channel in 0..c {
+                out.extend((0..plane).map(|p| v[p * c + channel]));
+            }
+        } else {
+            for p in 0..plane {
+                out.extend((0..c).map(|channel| v[channel * plane + p]));
+            }
+        }
+        out
+    });
+    Image {
+        chw,
+        pixels,
+        ..image
+    }
+}
+
+/// torchvision's `RandomResizedCrop.get_params`, with the item's numbers.
+pub fn crop_box(
+    random: &mut ItemRandom,
+    height: usize,
+    width: usize,
+    scale: (f64, f64),
+    ratio: (f64, f64),
+) -> (usize, usize, usize, usize) {
+    let area = (height * width) as f64;
+    let (log_low, log_high) = (ratio.0.ln(), ratio.1.ln());
+    for _ in 0..10 {
+        let target = area * random.uniform_between(scale.0, scale.1);
+        let aspect = random.uniform_between(log_low, log_high).exp();
+        let w = (target * aspect).sqrt().round_ties_even() as i64;
+        let h = (target / aspect).sqrt().round_ties_even() as i64;
+        if 0 < w && w as usize <= width && 0 < h && h as usize <= height {
+            let (h, w) = (h as usize, w as usize);
+            let top = random.below((height - h + 1) as u64) as usize;
+            let left = random.below((width - w + 1) as u64) as usize;
+            return (top, left, h, w);
+        }
+    }
+    let in_ratio = width as f64 / height as f64;
+    let (h, w) = if in_ratio < ratio.0 {
+        ((width as f64 / ratio.0).round_ties_even() as usize, width)
+    } else if in_ratio > ratio.1 {
+        (height, (height as f64 * ratio.1).round_ties_even() as usize)
+    } else {
+        (height, width)
+    };
+    ((height - h) / 2, (width - w) / 2, h, w)
+}

@@ -1,0 +1,312 @@
+//! A pipeline as the native side holds it, and its run on one item.
+
+use crate::decode::decode;
+use crate::ops;
+use crate::random::ItemRandom;
+use crate::resample::{resize, Filter};
+use crate::{Fallback, Image, Pixels};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Size {
+    /// The shorter side (aspect kept, the longer side truncated).
+    Shorter(usize),
+    Exact(usize, usize),
+}
+
+/// The ops of `transforms/_ops.py`, with their arguments as checked there.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Decode {
+        max_pixels: u64,
+    },
+    ToRgb,
+    ToGray,
+    Crop {
+        top: usize,
+        left: usize,
+        height: usize,
+        width: usize,
+    },
+    CenterCrop {
+        height: usize,
+        width: usize,
+    },
+    Resize {
+        size: Size,
+        filter: Filter,
+    },
+    RandomResizedCrop {
+        height: usize,
+        width: usize,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+        filter: Filter,
+    },
+    Pad {
+        top: usize,
+        bottom: usize,
+        left: usize,
+        right: usize,
+        value: f64,
+    },
+    PadTo {
+        height: usize,
+        width: usize,
+        value: f64,
+    },
+    HFlip,
+    VFlip,
+    RandomHFlip {
+        p: f64,
+    },
+    RandomVFlip {
+        p: f64,
+    },
+    Rotate90 {
+        k: i64,
+    },
+    ToFloat,
+    Normalize {
+        mean: Vec<f32>,
+        std: Vec<f32>,
+    },
+    ToChw,
+    ToHwc,
+}
+
+/// What a pipeline starts from.
+pub enum Input<'a> {
+    Encoded(&'a [u8]),
+    Decoded(Image),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    pub ops: Vec<Op>,
+}
+
+fn resample(image: Image, out_h: usize, out_w: usize, filter: Filter) -> Result<Image, Fallback> {
+    if image.height == 0 || image.width == 0 || out_h == 0 || out_w == 0 {
+        return Err(Fallback("an empty image".into()));
+    }
+    let (h, w, c) = (image.height, image.width, image.channels);
+    let pixels = match image.pixels {
+        Pixels::U8(v) => Pixels::U8(resize(&v, h, w, c, out_h, out_w, filter)),
+        Pixels::F32(v) => Pixels::F32(resize(&v, h, w, c, out_h, out_w, filter)),
+    };
+    Ok(Image {
+        height: out_h,
+        width: out_w,
+        pixels,
+        ..image
+    })
+}
+
+impl Pipeline {
+    pub fn random(&self) -> bool {
+        self.ops.iter().any(|op| {
+            matches!(
+                op,
+                Op::RandomResizedCrop { .. } | Op::RandomHFlip { .. } | Op::RandomVFlip { .. }
+            )
+        })
+    }
+
+    /// The item's image through every op; `index_word` keys its random numbers.
+    pub fn run(
+        &self,
+        input: Input<'_>,
+        epoch_seed: u64,
+        index_word: u64,
+    ) -> Result<Image, Fallback> {
+        let mut random = ItemRandom::new(epoch_seed, index_word);
+        let mut ops = self.ops.iter();
+        let mut image = match input {
+            Input::Decoded(image) => image,
+            Input::Encoded(data) => match ops.next() {
+                Some(Op::Decode { max_pixels }) => decode(data, *max_pixels)?,
+                _ => return Err(Fallback("encoded bytes without Decode".into())),
+            },
+        };
+        for op in ops {
+            image = self.apply(op, image, &mut random)?;
+        }
+        Ok(image)
+    }
+
+    fn apply(&self, op: &Op, image: Image, random: &mut ItemRandom) -> Result<Image, Fallback> {
+        Ok(match *op {
+            Op::Decode { .. } => return Err(Fallback("Decode after the first op".into())),
+            Op::ToRgb => ops::to_rgb(image),
+            Op::ToGray => ops::to_gray(image),
+            Op::Crop {
+                top,
+                left,
+                height,
+                width,
+            } => {
+                if top + height > image.height || left + width > image.width {
+                    return Err(Fallback("a crop that does not fit".into()));
+                }
+                ops::crop(image, top, left, height, width)
+            }
+            Op::CenterCrop { height, width } => ops::center_crop(image, height, width),
+            Op::Resize { size, filter } => {
+                let (out_h, out_w) = match size {
+                    Size::Exact(h, w) => (h, w),
+                    Size::Shorter(s) if image.width <= image.height => {
+                        (((s * image.height) as f64 / image.width as f64) as usize, s)
+                    }
+                    Size::Shorter(s) => {
+                        (s, ((s * image.width) as f64 / image.height as f64) as usize)
+                    }
+                };
+                resample(image, out_h, out_w, filter)?
+            }
+            Op::RandomResizedCrop {
+                height,
+                width,
+                scale,
+                ratio,
+                filter,
+            } => {
+                let (top, left, h, w) =
+                    ops::crop_box(random, image.height, image.width, scale, ratio);
+                resample(ops::crop(image, top, left, h, w), height, width, filter)?
+            }
+            Op::Pad {
+                top,
+                bottom,
+                left,
+                right,
+                value,
+            } => ops::pad(image, top, bottom, left, right, value),
+            Op::PadTo {
+                height,
+                width,
+                value,
+            } => {
+                if image.height > height || image.width > width {
+                    return Err(Fallback("an image larger than PadTo".into()));
+                }
+                let (bottom, right) = (height - image.height, width - image.width);
+                ops::pad(image, 0, bottom, 0, right, value)
+            }
+            Op::HFlip => ops::flip(image, true),
+            Op::VFlip => ops::flip(image, false),
+            Op::RandomHFlip { p } => {
+                if random.uniform() < p {
+                    ops::flip(image, true)
+                } else {
+                    image
+                }
+            }
+            Op::RandomVFlip { p } => {
+                if random.uniform() < p {
+                    ops::flip(image, false)
+                } else {
+                    image
+                }
+            }
+            Op::Rotate90 { k } => ops::rotate90(image, k),
+            Op::ToFloat => ops::to_float(image),
+            Op::Normalize { ref mean, ref std } => {
+                ops::normalize(image, mean, std).map_err(Fallback)?
+            }
+            Op::ToChw => ops::relayout(image, true),
+            Op::ToHwc => ops::relayout(image, false),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ramp(h: usize, w: usize, c: usize) -> Image {
+        Image::u8(h, w, c, (0..h * w * c).map(|v| (v % 251) as u8).collect())
+    }
+
+    fn run(ops: Vec<Op>, image: Image) -> Result<Image, Fallback> {
+        Pipeline { ops }.run(Input::Decoded(image), 7, 3)
+    }
+
+    #[test]
+    fn geometry_keeps_every_pixel() {
+        let image = ramp(3, 5, 2);
+        let turned = run(vec![Op::Rotate90 { k: 1 }; 4], image.clone()).unwrap();
+        assert_eq!(turned, image);
+        let flipped = run(
+            vec![Op::HFlip, Op::HFlip, Op::VFlip, Op::VFlip],
+            image.clone(),
+        )
+        .unwrap();
+        assert_eq!(flipped, image);
+        let back = run(vec![Op::ToChw, Op::ToHwc], image.clone()).unwrap();
+        assert_eq!(back, image);
+        let one = run(vec![Op::Rotate90 { k: 1 }], image).unwrap();
+        assert_eq!((one.height, one.width), (5, 3));
+    }
+
+    #[test]
+    fn errors_hand_the_item_to_the_reference() {
+        let image = ramp(4, 4, 3);
+        let crop = Op::Crop {
+            top: 2,
+            left: 0,
+            height: 3,
+            width: 1,
+        };
+        assert!(run(vec![crop], image.clone()).is_err());
+        assert!(run(
+            vec![Op::PadTo {
+                height: 2,
+                width: 9,
+                value: 0.0
+            }],
+            image.clone()
+        )
+        .is_err());
+        let normalize = Op::Normalize {
+            mean: vec![0.0; 2],
+            std: vec![1.0],
+        };
+        assert!(run(vec![Op::ToFloat, normalize], image).is_err());
+        let garbage = Pipeline {
+            ops: vec![Op::Decode { max_pixels: 100 }],
+        };
+        assert!(garbage
+            .run(Input::Encoded(b"\xff\xd8\xff\xe0 no end"), 0, 0)
+            .is_err());
+        assert!(garbage.run(Input::Encoded(b"GIF89a"), 0, 0).is_err());
+    }
+
+    #[test]
+    fn resize_keeps_a_constant_image_constant_with_every_filter() {
+        for filter in [
+            Filter::Nearest,
+            Filter::Bilinear,
+            Filter::Bicubic,
+            Filter::Lanczos,
+        ] {
+            let flat = Image::u8(9, 7, 3, vec![200; 9 * 7 * 3]);
+            let out = run(
+                vec![Op::Resize {
+                    size: Size::Exact(4, 12),
+                    filter,
+                }],
+                flat,
+            )
+            .unwrap();
+            assert_eq!((out.height, out.width), (4, 12));
+            assert_eq!(out.pixels, Pixels::U8(vec![200; 4 * 12 * 3]), "{filter:?}");
+        }
+    }
+
+    #[test]
+    fn random_resized_crop_falls_back_to_the_centre_as_torchvision() {
+        let mut random = ItemRandom::new(0, 0);
+        let boxed = crate::ops::crop_box(&mut random, 100, 100, (0.99, 1.0), (4.0, 5.0));
+        assert_eq!(boxed, (37, 0, 25, 100));
+    }
+}

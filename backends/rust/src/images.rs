@@ -1,0 +1,307 @@
+//! `MapWork.images`: a transforms pipeline run natively on a job's items,
+//! without the interpreter; what it does not reproduce goes to the reference.
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
+
+use dataloader_imaging::pipeline::{Input, Size};
+use dataloader_imaging::resample::Filter;
+use dataloader_imaging::{Image, Op, Pipeline};
+
+use crate::attach;
+use crate::pixel_buffer::PixelBuffer;
+
+fn bad(record: &Bound<'_, PyAny>, why: &str) -> PyErr {
+    PyValueError::new_err(format!("MapWork.images.pipeline: {why} in {record}"))
+}
+
+fn pair(value: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    Ok((value.get_item(0)?.extract()?, value.get_item(1)?.extract()?))
+}
+
+fn range(value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+    Ok((value.get_item(0)?.extract()?, value.get_item(1)?.extract()?))
+}
+
+fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
+    let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        record
+            .get_item(key)
+            .map_err(|_| bad(record, &format!("no {key:?}")))
+    };
+    let filter = |key: &str| -> PyResult<Filter> {
+        let name: String = get(key)?.extract()?;
+        Filter::from_name(&name).ok_or_else(|| bad(record, "an unknown interpolation"))
+    };
+    let name: String = get("op")?.extract()?;
+    Ok(match name.as_str() {
+        "decode" => Op::Decode {
+            max_pixels: get("max_pixels")?.extract()?,
+        },
+        "to_rgb" => Op::ToRgb,
+        "to_gray" => Op::ToGray,
+        "crop" => Op::Crop {
+            top: get("top")?.extract()?,
+            left: get("left")?.extract()?,
+            height: get("height")?.extract()?,
+            width: get("width")?.extract()?,
+        },
+        "center_crop" => {
+            let (height, width) = pair(&get("size")?)?;
+            Op::CenterCrop { height, width }
+        }
+        "resize" => {
+            let size = get("size")?;
+            let size = match size.extract::<usize>() {
+                Ok(shorter) => Size::Shorter(shorter),
+                Err(_) => {
+                    let (h, w) = pair(&size)?;
+                    Size::Exact(h, w)
+                }
+            };
+            Op::Resize {
+                size,
+                filter: filter("interpolation")?,
+            }
+        }
+        "random_resized_crop" => {
+            let (height, width) = pair(&get("size")?)?;
+            Op::RandomResizedCrop {
+                height,
+                width,
+                scale: range(&get("scale")?)?,
+                ratio: range(&get("ratio")?)?,
+                filter: filter("interpolation")?,
+            }
+        }
+        "pad" => Op::Pad {
+            top: get("top")?.extract()?,
+            bottom: get("bottom")?.extract()?,
+            left: get("left")?.extract()?,
+            right: get("right")?.extract()?,
+            value: get("value")?.extract()?,
+        },
+        "pad_to" => Op::PadTo {
+            height: get("height")?.extract()?,
+            width: get("width")?.extract()?,
+            value: get("value")?.extract()?,
+        },
+        "hflip" => Op::HFlip,
+        "vflip" => Op::VFlip,
+        "random_hflip" => Op::RandomHFlip {
+            p: get("p")?.extract()?,
+        },
+        "random_vflip" => Op::RandomVFlip {
+            p: get("p")?.extract()?,
+        },
+        "rotate90" => Op::Rotate90 {
+            k: get("k")?.extract()?,
+        },
+        "to_float" => Op::ToFloat,
+        "normalize" => {
+            let values = |key: &str| -> PyResult<Vec<f32>> {
+                let doubles: Vec<f64> = get(key)?.extract()?;
+                Ok(doubles.into_iter().map(|v| v as f32).collect())
+            };
+            Op::Normalize {
+                mean: values("mean")?,
+                std: values("std")?,
+            }
+        }
+        "to_chw" => Op::ToChw,
+        "to_hwc" => Op::ToHwc,
+        _ => return Err(bad(record, "an unknown op")),
+    })
+}
+
+/// `Compose.to_dict()` as the native pipeline.
+pub fn parse(record: &Bound<'_, PyAny>) -> PyResult<Pipeline> {
+    let ops = record.get_item("ops")?;
+    let ops = ops
+        .try_iter()?
+        .map(|r| op(&r?))
+        .collect::<PyResult<Vec<Op>>>()?;
+    Ok(Pipeline { ops })
+}
+
+/// An item's image copied out of Python, or None when the reference must run it.
+pub enum Owned {
+    Encoded(Vec<u8>),
+    Decoded(Image),
+}
+
+impl Owned {
+    fn input(&self) -> Input<'_> {
+        match self {
+            Owned::Encoded(bytes) => Input::Encoded(bytes),
+            Owned::Decoded(image) => Input::Decoded(image.clone()),
+        }
+    }
+}
+
+fn array_shape(shape: &[usize]) -> Option<(usize, usize, usize)> {
+    match *shape {
+        [h, w] => Some((h, w, 1)),
+        [h, w, c] => Some((h, w, c)),
+        _ => None,
+    }
+}
+
+/// The image as the pipeline takes it; None for what only the reference reads
+/// (a Pillow image, another dtype, a non-int index...).
+pub fn take(py: Python<'_>, image: &Bound<'_, PyAny>, encoded: bool) -> Option<Owned> {
+    if encoded {
+        if let Ok(bytes) = image.cast::<PyBytes>() {
+            return Some(Owned::Encoded(bytes.as_bytes().to_vec()));
+        }
+        if image.is_instance_of::<PyByteArray>() || image.hasattr("__buffer__").unwrap_or(false) {
+            let buffer = PyBuffer::<u8>::get(image).ok()?;
+            return buffer.to_vec(py).ok().map(Owned::Encoded);
+        }
+        return None;
+    }
+    if let Ok(buffer) = PyBuffer::<u8>::get(image) {
+        let (h, w, c) = array_shape(buffer.shape())?;
+        return Some(Owned::Decoded(Image::u8(h, w, c, buffer.to_vec(py).ok()?)));
+    }
+    let buffer = PyBuffer::<f32>::get(image).ok()?;
+    let (h, w, c) = array_shape(buffer.shape())?;
+    Some(Owned::Decoded(Image::f32(h, w, c, buffer.to_vec(py).ok()?)))
+}
+
+/// The 64-bit word an int index keys the random numbers with (`index_word`).
+pub fn index_word(index: &Bound<'_, PyAny>) -> Option<u64> {
+    index
+        .extract::<i64>()
+        .ok()
+        .map(|i| i as u64)
+        .or_else(|| index.extract::<u64>().ok())
+}
+
+/// `MapWork.images` read once per epoch.
+pub struct ImageJobs {
+    fetch: Py<PyAny>,
+    pipeline: Pipeline,
+    encoded: bool,
+    epoch_seed: u64,
+    image_of: Py<PyAny>,
+    put: Py<PyAny>,
+    apply: Py<PyAny>,
+    asarray: Py<PyAny>,
+}
+
+impl ImageJobs {
+    pub fn read(images: &Bound<'_, PyAny>) -> PyResult<ImageJobs> {
+        let py = images.py();
+        let record = images.getattr("pipeline")?;
+        let pipeline = parse(&record)?;
+        Ok(ImageJobs {
+            encoded: matches!(pipeline.ops.first(), Some(Op::Decode { .. })),
+            pipeline,
+            fetch: images.getattr("fetch")?.unbind(),
+            epoch_seed: images.getattr("epoch_seed")?.extract::<u64>()?,
+            image_of: images.getattr("image_of")?.unbind(),
+            put: images.getattr("put")?.unbind(),
+            apply: images.getattr("apply")?.unbind(),
+            asarray: py.import("numpy")?.getattr("asarray")?.unbind(),
+        })
+    }
+
+    /// The job's items through the pipeline: natively without the
+    /// interpreter where it can, by the reference (`apply`) elsewhere.
+    pub fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        indices: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let items = attach::call(
+            py,
+            self.fetch.bind(py),
+            PyTuple::new(py, [indices])?.as_any(),
+        )?;
+        let indices: Vec<Bound<'py, PyAny>> = indices.try_iter()?.collect::<PyResult<_>>()?;
+        let items: Vec<Bound<'py, PyAny>> = items.try_iter()?.collect::<PyResult<_>>()?;
+        if items.len() != indices.len() {
+            return Err(PyValueError::new_err(format!(
+                "__getitems__ returned {} items for {} indices, so transform= cannot pair them \
+                 with their indices",
+                items.len(),
+                indices.len()
+            )));
+        }
+        let mut inputs = Vec::with_capacity(items.len());
+        for (index, item) in indices.iter().zip(&items) {
+            let image = attach::call(
+                py,
+                self.image_of.bind(py),
+                PyTuple::new(py, [item])?.as_any(),
+            )?;
+            let word = if self.pipeline.random() {
+                index_word(index)
+            } else {
+                Some(0)
+            };
+            inputs.push(word.and_then(|w| take(py, &image, self.encoded).map(|o| (o, w))));
+        }
+        let (pipeline, seed) = (&self.pipeline, self.epoch_seed);
+        let results: Vec<Option<Image>> = attach::detached(py, || {
+            inputs
+                .iter()
+                .map(|input| {
+                    let (owned, word) = input.as_ref()?;
+                    pipeline.run(owned.input(), seed, *word).ok()
+                })
+                .collect()
+        });
+        let out = PyList::empty(py);
+        for ((index, item), result) in indices.iter().zip(&items).zip(results) {
+            let transformed = match result {
+                Some(image) => {
+                    let buffer = Bound::new(py, PixelBuffer::new(image))?;
+                    let array = self.asarray.bind(py).call1((buffer,))?;
+                    attach::call(
+                        py,
+                        self.put.bind(py),
+                        PyTuple::new(py, [item, &array])?.as_any(),
+                    )?
+                }
+                None => attach::call(
+                    py,
+                    self.apply.bind(py),
+                    PyTuple::new(py, [index, item])?.as_any(),
+                )?,
+            };
+            out.append(transformed)?;
+        }
+        Ok(out.into_any())
+    }
+}
+
+/// `_native.run_pipeline(record, epoch_seed, index, image)`: one item natively,
+/// or None where the reference would have to run it (for tests and tools).
+#[pyfunction]
+pub fn run_pipeline<'py>(
+    py: Python<'py>,
+    record: &Bound<'py, PyDict>,
+    epoch_seed: u64,
+    index: &Bound<'py, PyAny>,
+    image: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let pipeline = parse(record.as_any())?;
+    let encoded = matches!(pipeline.ops.first(), Some(Op::Decode { .. }));
+    let (Some(owned), Some(word)) = (take(py, image, encoded), index_word(index)) else {
+        return Ok(None);
+    };
+    let result = attach::detached(py, || pipeline.run(owned.input(), epoch_seed, word).ok());
+    match result {
+        Some(image) => {
+            let buffer = Bound::new(py, PixelBuffer::new(image))?;
+            Ok(Some(
+                py.import("numpy")?.getattr("asarray")?.call1((buffer,))?,
+            ))
+        }
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,136 @@
+"""The rust backend runs a transforms pipeline natively (MapWork.images): the
+reference's pixels, in buffers NumPy and torch share, and the reference for
+whatever it does not reproduce."""
+
+from __future__ import annotations
+
+import gc
+import io
+
+import numpy as np
+import pytest
+
+from dataloader_api import DataLoader
+from dataloader_api import transforms as T
+
+Image = pytest.importorskip("PIL.Image", reason="the reference needs Pillow")
+from dataloader_rust import _native  # noqa: E402
+
+PIPELINE = T.Compose(
+    [T.Decode(), T.ToRGB(), T.RandomResizedCrop(24), T.RandomHFlip(), T.ToFloat(),
+     T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]), T.ToCHW()],
+    on=0,
+)  # fmt: skip
+
+
+def encoded(fmt: str, mode: str = "RGB", seed: int = 0, **options) -> bytes:
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 256, (40, 52, 3), np.uint8)
+    image = Image.fromarray(pixels).convert(mode)
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def is_native(array: np.ndarray) -> bool:
+    base = array.base
+    return isinstance(base, memoryview) and type(base.obj).__name__ == "PixelBuffer"
+
+
+def items(loader) -> list:
+    return [item for batch in loader for item in batch]
+
+
+def load(dataset, backend="rust", **options):
+    return items(
+        DataLoader(
+            dataset,
+            batch_size=3,
+            num_workers=2,
+            backend=backend,
+            seed=5,
+            transform=PIPELINE,
+            collate_fn=list,
+            **options,
+        )
+    )
+
+
+def test_jpegs_and_pngs_are_decoded_and_transformed_natively_as_the_reference():
+    dataset = [
+        (encoded("JPEG", quality=q, subsampling=s, progressive=p, seed=i), i)
+        for i, (q, s, p) in enumerate(
+            [(75, 2, False), (95, 0, True), (50, 1, False), (100, 0, False), (85, 2, True)]
+        )
+    ] + [(encoded("PNG", mode, seed=9), 5 + i) for i, mode in enumerate(["RGB", "L", "P", "RGBA"])]
+    native, reference = load(dataset), load(dataset, backend="threads")
+    assert all(is_native(image) for image, _ in native)
+    assert not any(is_native(image) for image, _ in reference)
+    for (image, label), (expected, _) in zip(native, reference, strict=True):
+        np.testing.assert_array_equal(image, expected, err_msg=f"item {label}")
+
+
+def test_what_is_not_reproduced_natively_goes_to_the_reference():
+    dataset = [
+        (encoded("WEBP", quality=80), 0),  # lossy WebP: libwebp is the reference
+        (encoded("JPEG", mode="CMYK"), 1),
+        (encoded("WEBP", lossless=True), 2),  # lossless: native
+    ]
+    native = load(dataset)
+    assert [is_native(image) for image, _ in native] == [False, False, True]
+    for (image, label), (expected, _) in zip(native, load(dataset, "threads"), strict=True):
+        np.testing.assert_array_equal(image, expected, err_msg=f"item {label}")
+    # A str index keys its random numbers by a hash only the reference computes.
+    keyed = DataLoader(
+        {"a": (np.zeros((2, 3, 1), np.uint8), 0)},
+        sampler=["a"],
+        num_workers=1,
+        backend="rust",
+        transform=T.Compose([T.RandomHFlip()], on=0),
+        collate_fn=list,
+    )
+    assert not is_native(items(keyed)[0][0])
+
+
+def test_errors_are_the_references():
+    dataset = [(encoded("JPEG", seed=i), i) for i in range(6)]
+    dataset[4] = (dataset[4][0][: len(dataset[4][0]) // 2], 4)  # truncated
+    with pytest.raises(T.ImageDecodeError, match=r"transform of item 4: cannot decode the JPEG"):
+        load(dataset)
+    too_big = DataLoader(
+        [(encoded("PNG"), 0)],
+        num_workers=1,
+        backend="rust",
+        transform=T.Compose([T.Decode(max_pixels=100)], on=0),
+        collate_fn=list,
+    )
+    with pytest.raises(T.ImageDecodeError, match=r"52x40 = 2080 pixels.*max_pixels=100"):
+        items(too_big)
+
+
+def test_a_native_image_shares_its_memory_and_outlives_the_loader():
+    loader = DataLoader(
+        [(encoded("PNG"), 0)],
+        num_workers=1,
+        backend="rust",
+        transform=T.Compose([T.Decode()], on=0),
+        collate_fn=list,
+    )
+    image = next(iter(loader))[0][0]
+    del loader
+    gc.collect()
+    assert is_native(image) and image.flags.writeable and image.flags.c_contiguous
+    shared = np.asarray(image.base)  # a second view of the same native buffer
+    image[0, 0, 0] = 255 - image[0, 0, 0]
+    assert shared[0, 0, 0] == image[0, 0, 0]
+    assert np.from_dlpack(image).ctypes.data == image.ctypes.data
+
+
+def test_run_pipeline_gives_the_reference_or_none():
+    data = encoded("JPEG", quality=90)
+    pipeline = T.Compose([T.Decode(), T.RandomResizedCrop((17, 29), interpolation="lanczos")])
+    for index in range(20):
+        native = _native.run_pipeline(pipeline.to_dict(), 11, index, data)
+        np.testing.assert_array_equal(native, pipeline(data, index=index, epoch_seed=11))
+    assert _native.run_pipeline(pipeline.to_dict(), 11, "a", data) is None
+    assert _native.run_pipeline(pipeline.to_dict(), 11, 0, b"GIF89a") is None
