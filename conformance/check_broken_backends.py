@@ -46,6 +46,7 @@ BROKEN = {
     "broken-init": ["test_a_worker_init_fn_error_surfaces_before_any_batch"],
     "broken-stall": ["test_stopping_behind_a_slow_item_is_prompt"],
     "broken-exit": ["test_interpreter_exit_mid_epoch"],
+    "broken-images": ["test_a_pipeline_gives_the_references_items"],
 }
 
 

@@ -209,6 +209,24 @@ class _ExitPool(_Wrapped):
         _exit._closed_pools.remove(self.inner)
 
 
+class _ImagesPool(_Wrapped):
+    """Runs MapWork.images itself, but leaves each job's first item untransformed."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        images = work.images
+        if images is None:
+            return super().map_batches(work, stream)
+
+        def fetch(indices: Any) -> Any:
+            items = images.fetch(indices)
+            return [
+                item if position == 0 else images.apply(index, item)
+                for position, (index, item) in enumerate(zip(indices, items, strict=True))
+            ]
+
+        return super().map_batches(replace(work, fetch=fetch), stream)
+
+
 def _backend(name: str, pool: type[_Wrapped]) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -233,3 +251,4 @@ BrokenSerial = _backend("broken-serial", _SerialPool)
 BrokenInit = _backend("broken-init", _InitPool)
 BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
+BrokenImages = _backend("broken-images", _ImagesPool)
