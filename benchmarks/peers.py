@@ -67,13 +67,15 @@ def ours(dataset: Any, backend: str | None, workers: int, batch_size: int, **kw:
     return Entry(label, count(loader), workers)
 
 
-def torch_entry(dataset: Any, workers: int, batch_size: int, **kw: Any) -> Entry | None:
+def torch_entry(
+    dataset: Any, workers: int, batch_size: int, counter: Any = count, **kw: Any
+) -> Entry | None:
     if torch_data is None:
         return None
     loader = torch_data.DataLoader(
         dataset, batch_size=batch_size, num_workers=workers, persistent_workers=workers > 0, **kw
     )
-    return Entry(f"torch DataLoader, {workers} workers", count(loader), workers, "torch")
+    return Entry(f"torch DataLoader, {workers} workers", counter(loader), workers, "torch")
 
 
 def for_dataloader_rs(dataset: Any) -> Any:
@@ -84,13 +86,15 @@ def for_dataloader_rs(dataset: Any) -> Any:
     return kind(*dataset.args)
 
 
-def rs_entry(dataset: Any, workers: int, batch_size: int, collate: Any = None) -> Entry | None:
+def rs_entry(
+    dataset: Any, workers: int, batch_size: int, collate: Any = None, counter: Any = count
+) -> Entry | None:
     if dataloader_rs is None:
         return None
     loader = dataloader_rs.PyDataloader(
         for_dataloader_rs(dataset), batch_size=batch_size, num_workers=workers, collate_fn=collate
     )
-    return Entry(f"dataloader-rs, {workers} workers", count(loader), workers, "dataloader-rs")
+    return Entry(f"dataloader-rs, {workers} workers", counter(loader), workers, "dataloader-rs")
 
 
 def spdl_entry(

@@ -161,8 +161,8 @@ def show_images(count: int, installed: list[str], workers: int, epochs: int) -> 
         return
     photos, options = jpeg_photos(count), image_options()
     print(
-        f"\nimages: {count} JPEG photos of 500x375 -> decode, random resized crop 224, "
-        "random flip, normalize, CHW float32 (the reference pipeline), batch_size=32"
+        f"\nimages: {count} JPEG photos of 500x375 -> decode, random resized crop 224, random "
+        "flip, normalize, CHW float32 (natively on rust, else Pillow + NumPy), batch_size=32"
     )
     rows = [("(calling thread)", 0, *measure(photos, None, 0, 32, epochs, **options))]
     for name in installed:

@@ -89,6 +89,9 @@ fn resample(image: Image, out_h: usize, out_w: usize, filter: Filter) -> Result<
     if image.height == 0 || image.width == 0 || out_h == 0 || out_w == 0 {
         return Err(Fallback("an empty image".into()));
     }
+    if image.channels > 4 {
+        return Err(Fallback("more than 4 channels to resample".into()));
+    }
     let (h, w, c) = (image.height, image.width, image.channels);
     let pixels = match image.pixels {
         Pixels::U8(v) => Pixels::U8(resize(&v, h, w, c, out_h, out_w, filter)),

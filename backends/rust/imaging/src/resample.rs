@@ -133,33 +133,43 @@ fn clip8(sum: i32) -> u8 {
     (sum >> PRECISION_BITS).clamp(0, 255) as u8
 }
 
-/// A pixel type both passes handle: `u8` in fixed point, `f32` in `f64`.
+/// A pixel type both passes handle: `u8` in 22-bit fixed point, `f32` in `f64`.
+/// Each output value sums its taps in order, as Pillow does.
 pub trait Sample: Copy + Default + Send + Sync {
-    fn pass(src: &[Self], taps: &[f64], fixed: &[i32], start: usize, step: usize) -> Self;
+    type Acc: Copy;
+    const START: Self::Acc;
+    fn mac(acc: Self::Acc, x: Self, fixed: i32, weight: f64) -> Self::Acc;
+    fn finish(acc: Self::Acc) -> Self;
 }
 
 impl Sample for u8 {
-    fn pass(src: &[u8], _taps: &[f64], fixed: &[i32], start: usize, step: usize) -> u8 {
-        let mut sum: i32 = 1 << (PRECISION_BITS - 1);
-        for (i, &k) in fixed.iter().enumerate() {
-            sum = sum.wrapping_add(src[start + i * step] as i32 * k);
-        }
-        clip8(sum)
+    type Acc = i32;
+    const START: i32 = 1 << (PRECISION_BITS - 1);
+    #[inline(always)]
+    fn mac(acc: i32, x: u8, fixed: i32, _weight: f64) -> i32 {
+        acc.wrapping_add(x as i32 * fixed)
+    }
+    #[inline(always)]
+    fn finish(acc: i32) -> u8 {
+        clip8(acc)
     }
 }
 
 impl Sample for f32 {
-    fn pass(src: &[f32], taps: &[f64], _fixed: &[i32], start: usize, step: usize) -> f32 {
-        let mut sum = 0.0f64;
-        for (i, &k) in taps.iter().enumerate() {
-            sum += src[start + i * step] as f64 * k;
-        }
-        sum as f32
+    type Acc = f64;
+    const START: f64 = 0.0;
+    #[inline(always)]
+    fn mac(acc: f64, x: f32, _fixed: i32, weight: f64) -> f64 {
+        acc + x as f64 * weight
+    }
+    #[inline(always)]
+    fn finish(acc: f64) -> f32 {
+        acc as f32
     }
 }
 
 /// Resize an HWC image of `channels` to `out_h` × `out_w`, as Pillow's
-/// `Image.resize(size, filter, reducing_gap=None)` does each band.
+/// `Image.resize(size, filter, reducing_gap=None)` does each band, width first.
 pub fn resize<T: Sample>(
     src: &[T],
     height: usize,
@@ -175,55 +185,65 @@ pub fn resize<T: Sample>(
     if filter == Filter::Nearest {
         return nearest(src, height, width, channels, out_h, out_w);
     }
-    let vertical = coefficients(height, out_h, filter);
-    let first_row = vertical.bounds[0].0;
-    let last = vertical.bounds[out_h - 1];
-    let last_row = last.0 + last.1;
-    let (mut image, mut row_offset) = (None, 0);
+    let mut image = None;
     if out_w != width {
-        let horizontal = coefficients(width, out_w, filter);
-        let fixed = fixed_point(&horizontal.weights);
-        let rows = last_row - first_row;
-        let mut out = vec![T::default(); rows * out_w * channels];
-        for yy in 0..rows {
-            let row = (yy + first_row) * width * channels;
-            for xx in 0..out_w {
-                let (xmin, xmax) = horizontal.bounds[xx];
-                let span = xx * horizontal.ksize..xx * horizontal.ksize + xmax;
-                for c in 0..channels {
-                    out[(yy * out_w + xx) * channels + c] = T::pass(
-                        src,
-                        &horizontal.weights[span.clone()],
-                        &fixed[span.clone()],
-                        row + xmin * channels + c,
-                        channels,
-                    );
+        image = Some(horizontal(src, height, width, channels, out_w, filter));
+    }
+    if out_h != height {
+        let source: &[T] = image.as_deref().unwrap_or(src);
+        image = Some(vertical(source, height, out_w * channels, out_h, filter));
+    }
+    image.unwrap_or_else(|| src.to_vec())
+}
+
+fn horizontal<T: Sample>(
+    src: &[T],
+    height: usize,
+    width: usize,
+    channels: usize,
+    out_w: usize,
+    filter: Filter,
+) -> Vec<T> {
+    let taps = coefficients(width, out_w, filter);
+    let fixed = fixed_point(&taps.weights);
+    let mut out = Vec::with_capacity(height * out_w * channels);
+    for row in src.chunks_exact(width * channels) {
+        for (xx, &(xmin, xmax)) in taps.bounds.iter().enumerate() {
+            let span = xx * taps.ksize..xx * taps.ksize + xmax;
+            let pixels = row[xmin * channels..(xmin + xmax) * channels].chunks_exact(channels);
+            let mut acc = [T::START; 4];
+            for ((pixel, &k), &w) in pixels.zip(&fixed[span.clone()]).zip(&taps.weights[span]) {
+                for (a, &x) in acc.iter_mut().zip(pixel) {
+                    *a = T::mac(*a, x, k, w);
                 }
             }
+            out.extend(acc[..channels].iter().map(|&a| T::finish(a)));
         }
-        image = Some(out);
-        row_offset = first_row;
     }
-    let source: &[T] = image.as_deref().unwrap_or(src);
-    if out_h == height {
-        return image.unwrap_or_else(|| src.to_vec());
-    }
-    let fixed = fixed_point(&vertical.weights);
-    let stride = out_w * channels;
-    let mut out = vec![T::default(); out_h * stride];
-    for yy in 0..out_h {
-        let (ymin, ymax) = vertical.bounds[yy];
-        let span = yy * vertical.ksize..yy * vertical.ksize + ymax;
-        let top = ymin - row_offset;
-        for i in 0..stride {
-            out[yy * stride + i] = T::pass(
-                source,
-                &vertical.weights[span.clone()],
-                &fixed[span.clone()],
-                top * stride + i,
-                stride,
-            );
+    out
+}
+
+fn vertical<T: Sample>(
+    src: &[T],
+    height: usize,
+    stride: usize,
+    out_h: usize,
+    filter: Filter,
+) -> Vec<T> {
+    let taps = coefficients(height, out_h, filter);
+    let fixed = fixed_point(&taps.weights);
+    let mut out = Vec::with_capacity(out_h * stride);
+    let mut acc = vec![T::START; stride];
+    for (yy, &(ymin, ymax)) in taps.bounds.iter().enumerate() {
+        acc.fill(T::START);
+        let span = yy * taps.ksize..yy * taps.ksize + ymax;
+        let rows = src[ymin * stride..(ymin + ymax) * stride].chunks_exact(stride);
+        for ((row, &k), &w) in rows.zip(&fixed[span.clone()]).zip(&taps.weights[span]) {
+            for (a, &x) in acc.iter_mut().zip(row) {
+                *a = T::mac(*a, x, k, w);
+            }
         }
+        out.extend(acc.iter().map(|&a| T::finish(a)));
     }
     out
 }
