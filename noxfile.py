@@ -377,11 +377,12 @@ def torch_parity(session: nox.Session) -> None:
     """The tests that compare with PyTorch or need it, with PyTorch installed: parity of
     samplers and collation, a real two-process torch.distributed (gloo) job, and
     two-process Lightning DDP and accelerate runs on our loader."""
-    install_project(session, "torch", "lightning", "accelerate", *TEST_DEPS)
+    install_project(session, "torch", "lightning", "accelerate", "pillow>=10.1", *TEST_DEPS)
     session.run(
         "pytest",
         "-q",
         "tests/test_torch_compat.py",
+        "tests/test_torch_images.py",
         "tests/test_torch_exit.py",
         "tests/test_distributed.py",
         "tests/test_frameworks.py",
