@@ -1,7 +1,7 @@
 """The main job: load the built-in synthetic dataset through every installed backend.
 
     python -m dataloader_api.demo [--items N] [--workers N] [--epochs N] [--read-latency S]
-                                  [--images N]
+                                  [--images N] [--backends a,b]
 
 Prints one row per backend (and one for loading on the calling thread): the
 interpreter, items per second (median over the epochs) and the time to the
@@ -116,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--images", type=int, default=128, help="JPEG photos for the image rows (0: none)"
     )
+    parser.add_argument(
+        "--backends", default=None, help="comma-separated backends (default: every installed one)"
+    )
     args = parser.parse_args(argv)
     for name in ("items", "workers", "batch_size", "epochs"):
         if getattr(args, name) < 1:
@@ -127,6 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     dataset = SyntheticImages(args.items, shape=(3, 32, 32), read_latency=args.read_latency)
     installed = backends()
+    if args.backends is not None:
+        chosen = [name for name in args.backends.split(",") if name]
+        unknown = [name for name in chosen if name not in installed]
+        if unknown or not chosen:
+            parser.error(
+                f"--backends: {', '.join(unknown) or repr(args.backends)} is not an installed "
+                f"backend; installed: {', '.join(installed) or 'none'}"
+            )
+        installed = chosen
     print(
         f"dataset: SyntheticImages({args.items} items of 3x32x32 float32, "
         f"{args.read_latency * 1e3:g} ms simulated read each), batch_size={args.batch_size}, "

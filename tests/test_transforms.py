@@ -301,5 +301,7 @@ def test_image_collate_makes_one_contiguous_batch_and_collates_the_rest():
     assert images[0, 0, 0, 0] == view[0, 0, 0, 0]
     with pytest.raises(ValueError, match="image 1 of the batch is uint8 of shape"):
         T.ImageCollate()([photo(), photo(5, 5)])
+    with pytest.raises(TypeError, match="image 1 of the batch is a bytes, not a NumPy array"):
+        T.ImageCollate()([photo(), b"jpeg"])
     with pytest.raises(TypeError, match=r"on=1\.0"):
         T.ImageCollate(on=1.0)

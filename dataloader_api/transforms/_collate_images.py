@@ -3,7 +3,10 @@ parts of each item batched by ``default_collate``.
 
 The batch is a NumPy array: the buffer protocol, ``__array_interface__`` and
 ``__dlpack__`` share its memory, so ``torch.from_dlpack(batch)`` and
-``torch.as_tensor(batch)`` do not copy it.
+``torch.as_tensor(batch)`` do not copy it. With a pipeline on the rust
+backend (``ImageWork.stack``), the backend lays the batch's images out in one
+native buffer itself, without the interpreter, and this only collates the
+other parts.
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ def stack_images(images: list[Any]) -> Any:
     """One C-contiguous array of shape ``(len(images), *image.shape)``."""
     if not images:
         raise ValueError("ImageCollate: the batch is empty")
-    first = np.asarray(images[0])
+    for position, image in enumerate(images):
+        if not isinstance(image, np.ndarray):
+            raise TypeError(
+                f"ImageCollate: image {position} of the batch is a {type(image).__name__}, not "
+                "a NumPy array; it stacks the arrays a transforms pipeline (transform=) made"
+            )
+    first = images[0]
     batch = np.empty((len(images), *first.shape), first.dtype)
     for position, image in enumerate(images):
         shape, dtype = getattr(image, "shape", None), getattr(image, "dtype", None)
@@ -58,13 +67,22 @@ class ImageCollate:
         return f"ImageCollate(on={self.on!r})"
 
     def __call__(self, batch: list[Any]) -> Any:
+        return self.with_stacked(batch, None)
+
+    def with_stacked(self, batch: list[Any], stacked: Any) -> Any:
+        """The batch, with ``stacked`` as its images when given (a backend that
+        stacked them itself: ``ImageWork.stack``), else the items' images stacked."""
         on = self.on
+
+        def images(column: list[Any]) -> Any:
+            return stack_images(column) if stacked is None else stacked
+
         if on is None:
-            return stack_images(batch)
+            return images(batch)
         first = batch[0]
         if isinstance(first, Mapping):
             rest = default_collate([{k: v for k, v in item.items() if k != on} for item in batch])
-            return {**rest, on: stack_images([item[on] for item in batch])}
+            return {**rest, on: images([item[on] for item in batch])}
         if not isinstance(first, (tuple, list)) or not -len(first) <= on < len(first):  # type: ignore[operator]
             raise TypeError(
                 f"ImageCollate(on={on!r}) needs items with an image at position {on!r}, "
@@ -74,7 +92,7 @@ class ImageCollate:
         position = on % width
         columns = [list(parts) for parts in zip(*batch, strict=True)]
         out = [
-            stack_images(column) if i == position else default_collate(column)
+            images(column) if i == position else default_collate(column)
             for i, column in enumerate(columns)
         ]
         return tuple(out) if isinstance(first, tuple) else out
