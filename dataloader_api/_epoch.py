@@ -319,7 +319,7 @@ def _start_stream(
     if transform is not None:
         if options.auto_collation and getitem is None:
             raw = recorder.timed_fetch(fetch, True) if recorder is not None else fetch
-            images = image_work(transform, raw)
+            images = image_work(transform, raw, options.collate_fn if recorder is None else None)
         fetch = transformed_fetch(fetch, transform, options.auto_collation)
         if getitem is not None:
             getitem = transformed_fetch(getitem, transform, batched=False)

@@ -79,11 +79,19 @@ def transformed_fetch(
     return fetch_transformed
 
 
-def image_work(transform: Transform | None, fetch: Callable[[Any], Any]) -> ImageWork | None:
-    """``MapWork.images`` for an epoch whose transform is a bound pipeline."""
+def image_work(
+    transform: Transform | None, fetch: Callable[[Any], Any], collate: Callable[[Any], Any] | None
+) -> ImageWork | None:
+    """``MapWork.images`` for an epoch whose transform is a bound pipeline;
+    ``collate``: the loader's, when a backend may replace it (no stats taken)."""
     module = sys.modules.get("dataloader_api.transforms._pipeline")
     if module is None or not isinstance(transform, module.BoundPipeline):
         return None
+    stack = None
+    images = sys.modules.get("dataloader_api.transforms._collate_images")
+    stackable = images is not None and isinstance(collate, images.ImageCollate)
+    if stackable and collate.on == transform.pipeline.on:  # type: ignore[union-attr]
+        stack = collate.with_stacked  # type: ignore[union-attr]
     return ImageWork(
         fetch=fetch,
         pipeline=transform.pipeline.to_dict(),
@@ -91,6 +99,7 @@ def image_work(transform: Transform | None, fetch: Callable[[Any], Any]) -> Imag
         image_of=transform.image_of,
         put=transform.put,
         apply=transform,
+        stack=stack,
     )
 
 

@@ -261,6 +261,13 @@ class ImageWork:
     every item it does not reproduce exactly and every item whose pipeline
     fails, so results and errors are the reference's (within
     ``transforms.TOLERANCES``, as the conformance suite checks).
+
+    ``stack`` is set when ``MapWork.collate`` is a ``transforms.ImageCollate``
+    for the same place in the items (and no stats are taken): a backend that
+    transformed every item of a job natively into images of one shape and
+    dtype may lay them out in one array itself and return
+    ``stack(items, array)`` (``items`` as ``fetch`` gave them) instead of
+    calling ``collate``.
     """
 
     fetch: Callable[[Any], Any]
@@ -269,6 +276,7 @@ class ImageWork:
     image_of: Callable[[Any], Any]
     put: Callable[[Any, Any], Any]
     apply: Callable[[Any, Any], Any]
+    stack: Callable[[list[Any], Any], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

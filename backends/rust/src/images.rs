@@ -8,7 +8,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 
 use dataloader_imaging::pipeline::{Input, Size};
 use dataloader_imaging::resample::Filter;
-use dataloader_imaging::{Image, Op, Pipeline};
+use dataloader_imaging::{Image, Op, Pipeline, Pixels};
 
 use crate::attach;
 use crate::pixel_buffer::PixelBuffer;
@@ -189,7 +189,77 @@ pub struct ImageJobs {
     image_of: Py<PyAny>,
     put: Py<PyAny>,
     apply: Py<PyAny>,
+    /// `images.stack(items, array)`: the batch, when the collate is `ImageCollate`.
+    stack: Option<Py<PyAny>>,
     asarray: Py<PyAny>,
+    empty: Py<PyAny>,
+}
+
+/// What a job's items became: a whole batch (images stacked natively), or
+/// the items for the loader's collate.
+pub enum Fetched<'py> {
+    Batch(Bound<'py, PyAny>),
+    Items(Bound<'py, PyAny>),
+}
+
+/// The batch's shape and dtype when every item was made natively and all
+/// have one shape and dtype: then they can be laid out in one array.
+fn stackable(results: &[Option<Image>]) -> Option<(Vec<usize>, &'static str)> {
+    let first = results.first()?.as_ref()?;
+    let dtype = match first.pixels {
+        Pixels::U8(_) => "uint8",
+        Pixels::F32(_) => "float32",
+    };
+    let same = |image: &Image| {
+        image.shape() == first.shape()
+            && matches!(
+                (&image.pixels, &first.pixels),
+                (Pixels::U8(_), Pixels::U8(_)) | (Pixels::F32(_), Pixels::F32(_))
+            )
+    };
+    if !results.iter().all(|r| r.as_ref().is_some_and(same)) {
+        return None;
+    }
+    let mut shape = vec![results.len()];
+    shape.extend(first.shape());
+    Some((shape, dtype))
+}
+
+/// Copy the images into `array` (a fresh C-contiguous NumPy array of the batch's
+/// shape and dtype, which NumPy backs with huge pages), without the interpreter.
+fn fill<'py>(
+    py: Python<'py>,
+    array: &Bound<'py, PyAny>,
+    results: &[Option<Image>],
+) -> PyResult<()> {
+    let buffer = PyBuffer::<u8>::get(array).or_else(|_| {
+        // A float32 array exports format "f": read its bytes through a u8 view.
+        PyBuffer::<u8>::get(&array.call_method1("view", ("uint8",))?)
+    })?;
+    if !buffer.is_c_contiguous() || buffer.readonly() {
+        return Err(PyValueError::new_err(
+            "the batch array is not a writable C array",
+        ));
+    }
+    let (start, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
+    attach::detached(py, || {
+        // SAFETY: the array is new, owned here, alive (`buffer` holds it) and not
+        // shared with any other thread until this returns.
+        let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len) };
+        let mut at = 0;
+        for image in results.iter().flatten() {
+            let bytes: &[u8] = match &image.pixels {
+                Pixels::U8(v) => v,
+                Pixels::F32(v) => unsafe {
+                    // SAFETY: plain f32s viewed as their bytes.
+                    std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len() * 4)
+                },
+            };
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        }
+    });
+    Ok(())
 }
 
 impl ImageJobs {
@@ -205,17 +275,23 @@ impl ImageJobs {
             image_of: images.getattr("image_of")?.unbind(),
             put: images.getattr("put")?.unbind(),
             apply: images.getattr("apply")?.unbind(),
+            stack: images
+                .getattr_opt("stack")?
+                .filter(|stack| !stack.is_none())
+                .map(Bound::unbind),
             asarray: py.import("numpy")?.getattr("asarray")?.unbind(),
+            empty: py.import("numpy")?.getattr("empty")?.unbind(),
         })
     }
 
     /// The job's items through the pipeline: natively without the
-    /// interpreter where it can, by the reference (`apply`) elsewhere.
+    /// interpreter where it can, by the reference (`apply`) elsewhere; with
+    /// `stack`, the whole batch when every image was made natively.
     pub fn fetch<'py>(
         &self,
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Fetched<'py>> {
         let items = attach::call(
             py,
             self.fetch.bind(py),
@@ -255,6 +331,21 @@ impl ImageJobs {
                 })
                 .collect()
         });
+        let batch = self
+            .stack
+            .as_ref()
+            .and_then(|stack| Some((stack, stackable(&results)?)));
+        if let Some((stack, (shape, dtype))) = batch {
+            let array = self.empty.bind(py).call1((shape, dtype))?;
+            fill(py, &array, &results)?;
+            let raw = PyList::new(py, &items)?;
+            let args = PyTuple::new(py, [raw.as_any(), &array])?;
+            return Ok(Fetched::Batch(attach::call(
+                py,
+                stack.bind(py),
+                args.as_any(),
+            )?));
+        }
         let out = PyList::empty(py);
         for ((index, item), result) in indices.iter().zip(&items).zip(results) {
             let transformed = match result {
@@ -275,7 +366,7 @@ impl ImageJobs {
             };
             out.append(transformed)?;
         }
-        Ok(out.into_any())
+        Ok(Fetched::Items(out.into_any()))
     }
 }
 

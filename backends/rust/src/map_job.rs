@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::attach;
 use crate::collate::NativeCollate;
 use crate::contract::{stats_method, MapWork};
-use crate::images::ImageJobs;
+use crate::images::{Fetched, ImageJobs};
 
 /// The callables a map-style job runs, looked up once per epoch.
 pub struct MapJobs {
@@ -83,7 +83,10 @@ impl MapJobs {
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let samples = match (&self.images, &self.getitem) {
-            (Some(images), _) => images.fetch(py, indices)?,
+            (Some(images), _) => match images.fetch(py, indices)? {
+                Fetched::Batch(batch) => return Ok(batch),
+                Fetched::Items(items) => items,
+            },
             (None, Some(getitem)) => {
                 let started = Instant::now();
                 let samples = self.fetch_in_parallel(py, getitem, indices)?;

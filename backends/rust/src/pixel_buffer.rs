@@ -16,8 +16,8 @@ pub struct PixelBuffer {
     // Boxed slices never move or grow: exported pointers stay valid for the
     // object's life, which every export (and NumPy's array) keeps alive.
     bytes: PixelBytes,
-    shape: [isize; 3],
-    strides: [isize; 3],
+    shape: Vec<isize>,
+    strides: Vec<isize>,
 }
 
 enum PixelBytes {
@@ -31,17 +31,21 @@ unsafe impl Sync for PixelBuffer {}
 
 impl PixelBuffer {
     pub fn new(image: Image) -> PixelBuffer {
-        let [a, b, c] = image.shape();
-        let (bytes, itemsize) = match image.pixels {
+        let shape = image.shape();
+        PixelBuffer::with_shape(image.pixels, &shape)
+    }
+
+    /// `pixels` as a C-contiguous array of `shape` (its length must match).
+    pub fn with_shape(pixels: Pixels, shape: &[usize]) -> PixelBuffer {
+        let (bytes, itemsize) = match pixels {
             Pixels::U8(v) => (PixelBytes::U8(v.into_boxed_slice()), 1),
             Pixels::F32(v) => (PixelBytes::F32(v.into_boxed_slice()), 4),
         };
-        let shape = [a as isize, b as isize, c as isize];
-        let strides = [
-            (b * c * itemsize) as isize,
-            (c * itemsize) as isize,
-            itemsize as isize,
-        ];
+        let mut strides = vec![itemsize as isize; shape.len()];
+        for axis in (0..shape.len().saturating_sub(1)).rev() {
+            strides[axis] = strides[axis + 1] * shape[axis + 1] as isize;
+        }
+        let shape = shape.iter().map(|&n| n as isize).collect();
         PixelBuffer {
             bytes,
             shape,
@@ -82,7 +86,7 @@ impl PixelBuffer {
         } else {
             ptr::null_mut()
         };
-        (*view).ndim = 3;
+        (*view).ndim = this.shape.len() as c_int;
         (*view).shape = if flags & ffi::PyBUF_ND != 0 {
             this.shape.as_ptr() as *mut isize
         } else {

@@ -134,3 +134,38 @@ def test_run_pipeline_gives_the_reference_or_none():
         np.testing.assert_array_equal(native, pipeline(data, index=index, epoch_seed=11))
     assert _native.run_pipeline(pipeline.to_dict(), 11, "a", data) is None
     assert _native.run_pipeline(pipeline.to_dict(), 11, 0, b"GIF89a") is None
+
+
+class SpyCollate(T.ImageCollate):
+    """Records, per batch, whether the backend laid the images out itself."""
+
+    def __init__(self) -> None:
+        super().__init__(on=0)
+        self.native: list[bool] = []
+
+    def with_stacked(self, batch, stacked):
+        self.native.append(stacked is not None)
+        return super().with_stacked(batch, stacked)
+
+
+def test_image_collate_gets_the_batch_laid_out_natively():
+    dataset = [(encoded("JPEG", seed=i), i) for i in range(6)]
+
+    def epoch(backend, collate):
+        loader = DataLoader(dataset, batch_size=3, num_workers=2, backend=backend, seed=5,
+                            transform=PIPELINE, collate_fn=collate)  # fmt: skip
+        return list(loader)
+
+    spy = SpyCollate()
+    native, reference = epoch("rust", spy), epoch("threads", T.ImageCollate(on=0))
+    assert spy.native == [True, True]
+    for (images, labels), (expected, expected_labels) in zip(native, reference, strict=True):
+        assert images.shape == (3, 3, 24, 24) and images.flags.c_contiguous
+        np.testing.assert_array_equal(images, expected)
+        assert labels.tolist() == expected_labels.tolist()
+    # One item the reference makes (lossy WebP): that batch is stacked by ImageCollate.
+    dataset[4] = (encoded("WEBP", quality=80), 4)
+    spy = SpyCollate()
+    mixed, with_reference = epoch("rust", spy), epoch("threads", T.ImageCollate(on=0))
+    assert sorted(spy.native) == [False, True]  # batches finish in either order
+    np.testing.assert_array_equal(mixed[1][0], with_reference[1][0])

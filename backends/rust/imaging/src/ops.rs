@@ -106,10 +106,23 @@ pub fn center_crop(image: Image, h: usize, w: usize) -> Image {
 
 /// `np.flip(image, 1)` (`horizontal`) or `np.flip(image, 0)`.
 pub fn flip(image: Image, horizontal: bool) -> Image {
-    let (h, w, c) = (image.height, image.width, image.channels);
-    let pixels = each_type!(image.pixels, v => remap(&v, c, h, w, |y, x| {
-        if horizontal { y * w + (w - 1 - x) } else { (h - 1 - y) * w + x }
-    }));
+    fn flipped<T: Copy>(v: &[T], w: usize, c: usize, horizontal: bool) -> Vec<T> {
+        let mut out = Vec::with_capacity(v.len());
+        if horizontal {
+            for row in v.chunks_exact(w * c) {
+                for pixel in row.chunks_exact(c).rev() {
+                    out.extend_from_slice(pixel);
+                }
+            }
+        } else {
+            for row in v.chunks_exact(w * c).rev() {
+                out.extend_from_slice(row);
+            }
+        }
+        out
+    }
+    let (w, c) = (image.width, image.channels);
+    let pixels = each_type!(image.pixels, v => flipped(&v, w, c, horizontal));
     Image { pixels, ..image }
 }
 
@@ -197,14 +210,23 @@ pub fn normalize(image: Image, mean: &[f32], std: &[f32]) -> Result<Image, Strin
             ));
         }
     }
-    let pick = |values: &[f32], channel: usize| values[if values.len() == 1 { 0 } else { channel }];
+    let per_channel =
+        |values: &[f32]| -> Vec<f32> { (0..c).map(|i| values[i.min(values.len() - 1)]).collect() };
+    let (mean, std) = (per_channel(mean), per_channel(std));
     let Pixels::F32(mut v) = image.pixels else {
         unreachable!("Compose checks the dtype")
     };
-    let plane = image.height * image.width;
-    for (i, x) in v.iter_mut().enumerate() {
-        let channel = if image.chw { i / plane } else { i % c };
-        *x = (*x - pick(mean, channel)) / pick(std, channel);
+    if image.chw {
+        let plane = image.height * image.width;
+        for ((channel, m), s) in v.chunks_mut(plane.max(1)).zip(&mean).zip(&std) {
+            channel.iter_mut().for_each(|x| *x = (*x - m) / s);
+        }
+    } else {
+        for pixel in v.chunks_mut(c) {
+            for ((x, m), s) in pixel.iter_mut().zip(&mean).zip(&std) {
+                *x = (*x - m) / s;
+            }
+        }
     }
     Ok(Image {
         pixels: Pixels::F32(v),
@@ -214,21 +236,31 @@ pub fn normalize(image: Image, mean: &[f32], std: &[f32]) -> Result<Image, Strin
 
 /// Channels first (`to_chw`) or last again, as a contiguous copy.
 pub fn relayout(image: Image, chw: bool) -> Image {
-    let (h, w, c) = (image.height, image.width, image.channels);
-    let plane = h * w;
-    let pixels = each_type!(image.pixels, v => {
-        let mut out = Vec::with_capacity(v.len());
-        if chw {
-            for channel in 0..c {
-                out.extend((0..plane).map(|p| v[p * c + channel]));
-            }
-        } else {
-            for p in 0..plane {
-                out.extend((0..c).map(|channel| v[channel * plane + p]));
+    fn moved<T: Copy + Default>(v: &[T], plane: usize, c: usize, chw: bool) -> Vec<T> {
+        let mut out = vec![T::default(); v.len()];
+        if plane == 0 {
+            return out;
+        }
+        for channel in 0..c {
+            let planar = &mut out[channel * plane..(channel + 1) * plane];
+            if chw {
+                for (to, pixel) in planar.iter_mut().zip(v.chunks_exact(c)) {
+                    *to = pixel[channel];
+                }
+            } else {
+                let source = &v[channel * plane..(channel + 1) * plane];
+                for (p, &x) in source.iter().enumerate() {
+                    out[p * c + channel] = x;
+                }
             }
         }
         out
-    });
+    }
+    let (plane, c) = (image.height * image.width, image.channels);
+    let pixels = match image.pixels {
+        Pixels::U8(v) => Pixels::U8(moved(&v, plane, c, chw)),
+        Pixels::F32(v) => Pixels::F32(moved(&v, plane, c, chw)),
+    };
     Image {
         chw,
         pixels,

@@ -204,20 +204,36 @@ fn horizontal<T: Sample>(
     out_w: usize,
     filter: Filter,
 ) -> Vec<T> {
+    // A constant channel count lets the compiler keep each pixel's sums in registers.
+    match channels {
+        1 => horizontal_pass::<T, 1>(src, height, width, out_w, filter),
+        2 => horizontal_pass::<T, 2>(src, height, width, out_w, filter),
+        3 => horizontal_pass::<T, 3>(src, height, width, out_w, filter),
+        _ => horizontal_pass::<T, 4>(src, height, width, out_w, filter),
+    }
+}
+
+fn horizontal_pass<T: Sample, const C: usize>(
+    src: &[T],
+    height: usize,
+    width: usize,
+    out_w: usize,
+    filter: Filter,
+) -> Vec<T> {
     let taps = coefficients(width, out_w, filter);
     let fixed = fixed_point(&taps.weights);
-    let mut out = Vec::with_capacity(height * out_w * channels);
-    for row in src.chunks_exact(width * channels) {
+    let mut out = Vec::with_capacity(height * out_w * C);
+    for row in src.chunks_exact(width * C) {
         for (xx, &(xmin, xmax)) in taps.bounds.iter().enumerate() {
             let span = xx * taps.ksize..xx * taps.ksize + xmax;
-            let pixels = row[xmin * channels..(xmin + xmax) * channels].chunks_exact(channels);
-            let mut acc = [T::START; 4];
+            let pixels = row[xmin * C..(xmin + xmax) * C].chunks_exact(C);
+            let mut acc = [T::START; C];
             for ((pixel, &k), &w) in pixels.zip(&fixed[span.clone()]).zip(&taps.weights[span]) {
-                for (a, &x) in acc.iter_mut().zip(pixel) {
-                    *a = T::mac(*a, x, k, w);
+                for c in 0..C {
+                    acc[c] = T::mac(acc[c], pixel[c], k, w);
                 }
             }
-            out.extend(acc[..channels].iter().map(|&a| T::finish(a)));
+            out.extend(acc.iter().map(|&a| T::finish(a)));
         }
     }
     out
