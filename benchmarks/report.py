@@ -197,6 +197,25 @@ def targets(result: dict) -> list[str]:
         "≤ 0.1 ms",
         low=True,
     )
+    images = _table(result, "images")
+    if images:
+        rows = images["rows"]
+
+        def row(prefix: str, workers: int) -> dict | None:
+            found = [r for r in rows if r["label"].startswith(prefix) and r["workers"] == workers]
+            return max(found, key=lambda r: r["median"]) if found else None
+
+        native = "transforms pipeline: rust"
+        pillow_ours = [r for r in rows if r["label"].startswith("Pillow in __getitem__: ")]
+        pillow_1 = max(
+            (r for r in pillow_ours if r["workers"] == 1 and not r["peer"]),
+            key=lambda r: r["median"],
+            default=None,
+        )
+        versus("9. native, 1 worker ÷ Pillow, 1 worker", row(native, 1), pillow_1, 1.5)
+        versus("9. native, 2 workers ÷ native, 1 worker", row(native, 2), row(native, 1), 1.9)
+        torch = next((r for r in pillow_ours if r["peer"] == "torch" and r["workers"] == 2), None)
+        versus("9. native, 2 workers ÷ torch + Pillow, 2 workers", row(native, 2), torch, 2.5)
     return [
         "| target | reached | goal | |",
         "|---|---:|---|---|",
