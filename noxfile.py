@@ -346,13 +346,16 @@ def bench(session: nox.Session) -> None:
         # GIL builds only. So 3.13t gets SPDL alone.
         version = str(session.python)
         free_threaded, minor = version.endswith("t"), version.rstrip("t")
-        peers = ["spdl", "scikit-image"]  # scikit-image: workload 9's source photos
+        peers = ["spdl"]
         if not free_threaded or minor >= "3.14":
             peers.append("torch")  # its PyPI wheels bring CUDA (about 5 GiB)
         if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
             peers.append("dataloader-rs")
         if not free_threaded:
             peers.append("grain")
+            # Workload 9's source photos; on 3.13t its scipy would need a Fortran
+            # build (with numpy<2.5), so photos.py generates scenes there.
+            peers.append("scikit-image")
     install_project(session, "pillow>=10.1", *peers)
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
