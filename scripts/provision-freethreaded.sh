@@ -7,7 +7,8 @@
 #
 # Requirements: Debian (apt with deb-src access to its mirror), pyenv, a C
 # toolchain and CPython's build dependencies. apt reads a private source list
-# and index folder (see below), so the machine's apt configuration is unchanged.
+# and index folder (scripts/private-apt.sh), so the machine's apt configuration
+# is unchanged.
 set -euo pipefail
 
 # Earlier versions of this script left this source entry behind; it is ours.
@@ -25,36 +26,14 @@ tarball="$cache/Python-$version.tar.xz"
 mkdir -p "$cache"
 
 if [[ ! -s "$tarball" ]]; then
-    # Reuse the mirror of the machine's own Debian sources; never name a host here.
-    mirror=$(grep -hoE '^(URIs:|deb) *[^ ]+' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null \
-        | grep -v -- '-security' | grep -oE '(https?|file)://[^ ]+/debian/?$' | head -n1 || true)
-    if [[ -z "$mirror" ]]; then
-        echo "provision: no Debian mirror found in /etc/apt/sources.list*; cannot fetch python3.13 sources" >&2
-        exit 1
-    fi
-    # apt reads a private source list and keeps its indexes in a temporary
-    # folder: the machine's apt sources and lists stay as they were.
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-    chmod 755 "$work"  # lets apt's sandbox user read there
-    mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/src"
-    chmod 777 "$work/src"  # and write the download there
-    cat > "$work/trixie-src.sources" <<SRC
-Types: deb-src
-URIs: $mirror
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-    private=(-o Dir::Etc::sourcelist="$work/trixie-src.sources" -o Dir::Etc::sourceparts=-
-             -o Dir::State::Lists="$work/lists" -o Dir::Cache::archives="$work/archives"
-             -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
-    apt-get update -qq "${private[@]}"
-    (cd "$work/src" && apt-get source --download-only -qq "${private[@]}" python3.13/trixie)
-    orig=$(ls "$work"/src/python3.13_"$version".orig.tar.xz 2>/dev/null | head -n1 || true)
+    # shellcheck source=scripts/private-apt.sh
+    source "$(dirname "$0")/private-apt.sh"
+    private_apt deb-src trixie || { echo "provision: cannot fetch python3.13 sources" >&2; exit 1; }
+    (cd "$work/download" && apt-get source --download-only -qq "${private[@]}" python3.13/trixie)
+    orig=$(ls "$work"/download/python3.13_"$version".orig.tar.xz 2>/dev/null | head -n1 || true)
     if [[ -z "$orig" ]]; then
         echo "provision: trixie's python3.13 source package is not $version:" >&2
-        ls "$work/src" >&2
+        ls "$work/download" >&2
         exit 1
     fi
     cp "$orig" "$tarball"
