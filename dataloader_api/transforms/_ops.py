@@ -306,29 +306,28 @@ class VFlip(Op):
 
 
 @dataclass(frozen=True)
-class RandomHFlip(Op):
-    """``HFlip`` with probability ``p`` (one draw per item)."""
-
+class _RandomFlip(Op):
     p: float = 0.5
-    name: ClassVar[str] = "random_hflip"
     random: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if not 0.0 <= _number("RandomHFlip", "p", self.p) <= 1.0:
-            raise ValueError(f"RandomHFlip: p should be in [0, 1], but got p={self.p!r}")
+        name = type(self).__name__
+        if not 0.0 <= _number(name, "p", self.p) <= 1.0:
+            raise ValueError(f"{name}: p should be in [0, 1], but got p={self.p!r}")
 
 
 @dataclass(frozen=True)
-class RandomVFlip(Op):
+class RandomHFlip(_RandomFlip):
+    """``HFlip`` with probability ``p`` (one draw per item)."""
+
+    name: ClassVar[str] = "random_hflip"
+
+
+@dataclass(frozen=True)
+class RandomVFlip(_RandomFlip):
     """``VFlip`` with probability ``p`` (one draw per item)."""
 
-    p: float = 0.5
     name: ClassVar[str] = "random_vflip"
-    random: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= _number("RandomVFlip", "p", self.p) <= 1.0:
-            raise ValueError(f"RandomVFlip: p should be in [0, 1], but got p={self.p!r}")
 
 
 @dataclass(frozen=True)
