@@ -270,7 +270,8 @@ def conformance_thorough(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy --strict on the Python packages; rustfmt, clippy (warnings
     are errors) and the Rust unit tests of the window and reorder buffers."""
-    install_project(session, "ruff>=0.6", "mypy>=1.11", *TEST_DEPS)
+    # Pillow: its types, for dataloader_api.transforms.
+    install_project(session, "ruff>=0.6", "mypy>=1.11", "pillow>=10.1", *TEST_DEPS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "--strict", "dataloader_api")

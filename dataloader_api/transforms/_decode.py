@@ -35,11 +35,26 @@ def sniff(data: bytes | bytearray | memoryview) -> str | None:
     return None
 
 
+def _webp_supported() -> bool:
+    if not _WEBP:
+        from PIL import features
+
+        _WEBP.append(bool(features.check("webp")))
+    return _WEBP[0]
+
+
+_WEBP: list[bool] = []  # whether Pillow reads WebP, checked on the first WebP
+
+
 def decode(op: Decode, data: bytes | bytearray | memoryview, index: Any) -> Any:
     """An HWC ``uint8`` array with the image's channels (see ``Decode``)."""
     from PIL import Image
 
     kind = sniff(data)
+    if kind == "WEBP" and not _webp_supported():
+        raise ImageDecodeError(
+            index, "this Pillow was built without WebP support (as its cp313t wheels are)"
+        )
     if kind is None:
         start = bytes(data[:8])
         raise ImageDecodeError(
