@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import LazyModule
+from ._torch_random import is_torch_generator
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,7 +130,7 @@ def _generator_kind(generator: Any) -> str | None:
         return "numpy"
     if isinstance(generator, random.Random):
         return "random"
-    if type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator":
+    if is_torch_generator(generator):
         return "torch"
     return None
 
