@@ -256,10 +256,13 @@ class DataLoader(Generic[T_co]):
             arguments = {**arguments, "seed": seed}
         # Every rank must shuffle alike: the seed does, a generator's state may not.
         arguments = {**arguments, "distributed": True, "generator": None}
+        import inspect
+
         try:
-            return type(self)(**arguments)
-        except TypeError:  # a subclass with other arguments: it says for itself
+            inspect.signature(type(self)).bind(**arguments)
+        except TypeError:  # a subclass whose __init__ takes other arguments: it says for itself
             return None
+        return type(self)(**arguments)  # its own errors are the user's to see
 
     def close(self) -> None:
         """End the current epoch and the persistent worker threads, if any."""

@@ -200,3 +200,25 @@ def test_each_epoch_reshuffles_without_set_epoch_alike_on_every_rank(monkeypatch
     assert epochs_by_rank[0][0] != epochs_by_rank[0][1] != epochs_by_rank[0][2]
     loader.set_epoch(0)  # still sets the next epoch explicitly
     assert [i for b in loader for i in b.tolist()] == epochs_by_rank[1][0]
+
+
+def test_a_frameworks_sharded_copy_keeps_a_subclasss_own_errors():
+    """``_sharded_copy`` (what Lightning and accelerate get): None only for a subclass
+    whose ``__init__`` takes other arguments; an error of the subclass itself shows."""
+
+    class Renamed(DataLoader):
+        def __init__(self, data, size=2):
+            super().__init__(data, batch_size=size)
+
+    assert Renamed(list(range(8)))._sharded_copy() is None
+
+    class Strict(DataLoader):
+        def __init__(self, *args, **kwargs):
+            if kwargs.get("distributed"):
+                raise TypeError("Strict: this loader cannot be sharded")
+            super().__init__(*args, **kwargs)
+
+    with pytest.raises(TypeError, match="cannot be sharded"):
+        Strict(list(range(8)), batch_size=2)._sharded_copy()
+    copy = DataLoader(list(range(8)), batch_size=2)._sharded_copy(seed=3)
+    assert copy is not None and copy._options.distributed and copy._options.seed == 3
