@@ -29,6 +29,7 @@ MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
 NASM = ROOT / "scripts" / "provision-nasm.sh"
+MOTO = ROOT / "scripts" / "provision-moto.sh"
 # The interpreter PROVISION builds.
 PROVISIONED = "3.13t"
 # Backends that ship with the project, as pip-installable folders.
@@ -47,6 +48,7 @@ CONFORMANCE_DEPS = [
     "hypothesis>=6.100,<6.156",
     "tqdm",  # tests/test_stats.py: the progress bar's total
     "pillow>=10.1",  # the transforms' reference execution (the [images] extra)
+    "boto3",  # tests/test_io_object_store.py: uploads the objects, checks our signatures
 ]
 BROKEN_BACKENDS = ROOT / "conformance" / "broken"
 # The backend guide's example, checked like any out-of-tree backend.
@@ -203,6 +205,13 @@ def install_suite(session: nox.Session) -> None:
     install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
 
 
+def s3_server_env(session: nox.Session) -> dict[str, str]:
+    """$DATALOADER_S3_SERVER for the object-store tests: moto's server, in a venv of
+    its own (scripts/provision-moto.sh); the tests start it on loopback."""
+    found = session.run("bash", str(MOTO), external=True, silent=True)
+    return {"DATALOADER_S3_SERVER": str(found).strip().splitlines()[-1]}
+
+
 def installed_backends(session: nox.Session) -> list[str]:
     listed = session.run(
         "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
@@ -237,7 +246,7 @@ def tests(session: nox.Session) -> None:
     installed backend, or only $DATALOADER_BACKEND's when it is set."""
     install_suite(session)
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
-    session.run("pytest", "-q", "tests", *session.posargs)
+    session.run("pytest", "-q", "tests", *session.posargs, env=s3_server_env(session))
     chosen = os.environ.get("DATALOADER_BACKEND")
     installed = installed_backends(session)
     for name, tests in (("rust", "backends/rust/tests"), ("cffi", "backends/cffi/tests")):
@@ -292,7 +301,7 @@ def lint(session: nox.Session) -> None:
             env=cargo,
             external=True,
         )
-        for crate in ("dataloader-core", "dataloader-imaging"):
+        for crate in ("dataloader-core", "dataloader-imaging", "dataloader-netio"):
             session.run("cargo", "test", "--release", "-p", crate, env=cargo, external=True)
 
 

@@ -1,4 +1,4 @@
-"""The nine workloads: what each table measures, over which loaders and
+"""The ten workloads: what each table measures, over which loaders and
 datasets (synthetic.py), at which sizes. Each workload has a number (``--only``)
 and a stable id, and returns its tables as data (measure.Table), measured but
 not rendered.
@@ -28,6 +28,7 @@ from measure import (
     timed_row,
     tree_pss_mib,
 )
+from remote import remote
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial
 
 
@@ -331,4 +332,5 @@ WORKLOADS = [
     Workload("7", "attach", attach_once),
     Workload("8", "import", lambda s: import_times(s.runs)),
     Workload("9", "images", images),
+    Workload("10", "remote", remote),
 ]

@@ -66,10 +66,19 @@ class AsyncRunner:
         )
         self._thread.start()
         ready.wait()
-        self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread, self.pid)
+        # Async clean-ups (``aclose`` of the datasets run here), awaited before the loop stops.
+        self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
+        self._finalizer = weakref.finalize(
+            self, _stop_loop, self._loop, self._thread, self.pid, self._closers
+        )
         #: items running right now, and the most seen at once (for tests and stats)
         self.in_flight = 0
         self.peak_in_flight = 0
+
+    def add_closer(self, aclose: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Await ``aclose()`` on this loop before it stops (once per closer)."""
+        if all(aclose != known for known in self._closers):
+            self._closers.append(aclose)
 
     def submit(
         self, getitem: Callable[[Any], Coroutine[Any, Any, Any]], indices: Any, batched: bool
@@ -82,7 +91,7 @@ class AsyncRunner:
                 f"this event loop runs on a thread of process {self.pid}, and a forked "
                 "child has none: start a new epoch in the child"
             )
-        started = Started()
+        started = Started(indices)
         coroutine = self._batch(getitem, indices) if batched else self._item(getitem, indices)
         started.future = asyncio.run_coroutine_threadsafe(started.track(coroutine), self._loop)
         return started
@@ -161,12 +170,17 @@ def _run_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
         loop.close()
 
 
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, pid: int) -> None:
+def _stop_loop(
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    pid: int,
+    closers: list[Callable[[], Coroutine[Any, Any, Any]]],
+) -> None:
     if loop.is_closed() or pid != process_id():
         return  # in a forked child the loop's thread, which would stop it, is not there
     on_loop = threading.current_thread() is thread
     try:
-        done = asyncio.run_coroutine_threadsafe(_cancel_all(), loop)
+        done = asyncio.run_coroutine_threadsafe(_cancel_all(closers), loop)
         if not on_loop:
             done.result(CANCEL_WAIT_SECONDS)
     except (RuntimeError, concurrent.futures.TimeoutError):
@@ -180,13 +194,22 @@ def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread, pid: i
 
 
 class Started:
-    """One batch started on the loop: its result, and its task once it runs."""
+    """One batch (or item) started on the loop: its result, its task once it runs,
+    and its ``item_indices``; a batch iterates and counts them, as the job's
+    indices do (a backend running ``MapWork.images`` pairs items with them)."""
 
-    __slots__ = ("future", "task")
+    __slots__ = ("future", "item_indices", "task")
 
-    def __init__(self) -> None:
+    def __init__(self, item_indices: Any = None) -> None:
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.task: asyncio.Task[Any] | None = None
+        self.item_indices = item_indices
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.item_indices)
+
+    def __len__(self) -> int:
+        return len(self.item_indices)
 
     async def track(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         self.task = asyncio.current_task()
@@ -215,10 +238,13 @@ async def _cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
         raise asyncio.CancelledError
 
 
-async def _cancel_all() -> None:
+async def _cancel_all(closers: list[Callable[[], Coroutine[Any, Any, Any]]]) -> None:
     current = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not current]
     await _cancel_and_wait(tasks)
+    for aclose in closers:
+        with contextlib.suppress(Exception):  # a failing clean-up must not block the others
+            await aclose()
 
 
 class AsyncEpoch:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
+from ._io_hook import native_epoch
 from ._iterator import CallingThreadBatches, LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
@@ -32,6 +33,7 @@ from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, Work
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
     from ._aio import AsyncEpoch
+    from .io._native import NativeEpoch
 
 __all__ = ["epoch_length", "start_epoch"]
 
@@ -57,7 +59,10 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     length = _length_or_none(options)
     if length is not None:
         length -= point.skip
-    aio = _async_epoch(options, state)
+    native = native_epoch(options)
+    aio = _async_epoch(options, state) if native is None else None
+    # What the iterator closes with the epoch: the running coroutines or native reads.
+    side = aio if aio is not None else native
     recorder = (
         StatsRecorder(
             state.epochs_started, options.num_workers, options.window, options.is_iterable
@@ -71,14 +76,14 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     checked = options.is_iterable and state.iterable_len_called is not None
     iterator_class = LengthCheckedIterator if checked else LoaderIterator
     if options.num_workers == 0:
-        batches = _calling_thread_batches(options, state, point, aio, recorder, transform)
+        batches = _calling_thread_batches(options, state, point, aio, recorder, transform, native)
         iterator = iterator_class(
             batches,
             None,
             pin,
             length,
             point.skip,
-            aio,
+            side,
             recorder,
             summary,
             on_threads=False,
@@ -87,14 +92,14 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     else:
         workers, owned = _workers_for_epoch(options, state, owner)
         try:
-            stream = _start_stream(options, workers, point, aio, recorder, transform)
+            stream = _start_stream(options, workers, point, aio, recorder, transform, native)
         except BaseException:
             if owned:
                 workers.pool.close()
             raise
         owner_pool = workers.pool if owned else None
         iterator = iterator_class(
-            stream, owner_pool, pin, length, point.skip, aio, recorder, summary, loader=owner
+            stream, owner_pool, pin, length, point.skip, side, recorder, summary, loader=owner
         )
     if isinstance(iterator, LengthCheckedIterator):
         assert state.iterable_len_called is not None
@@ -173,6 +178,9 @@ def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch | Non
         runner = state.runner = AsyncRunner(options.event_loop, options.max_concurrency)
     from ._aio import AsyncEpoch
 
+    aclose = getattr(options.dataset, "aclose", None)
+    if aclose is not None:
+        runner.add_closer(aclose)  # e.g. the io datasets' idle connections on this loop
     return AsyncEpoch(runner, options.agetitem, options.auto_collation)
 
 
@@ -247,6 +255,7 @@ def _calling_thread_batches(
     aio: AsyncEpoch | None,
     recorder: StatsRecorder | None,
     transform: Transform | None,
+    native: NativeEpoch | None,
 ) -> Iterator[Any]:
     collate = _collate(options, recorder)
     if options.is_iterable:
@@ -254,6 +263,8 @@ def _calling_thread_batches(
     fetch: Callable[[Any], Any]
     if aio is not None:
         fetch = aio.fetch_now
+    elif native is not None:
+        fetch = native.job_fetch
     else:
         fetch = make_fetch(options.dataset, options.auto_collation)
     if transform is not None:
@@ -270,6 +281,7 @@ def _start_stream(
     aio: AsyncEpoch | None,
     recorder: StatsRecorder | None,
     transform: Transform | None,
+    native: NativeEpoch | None,
 ) -> BatchStream:
     timeout = options.timeout or None
     collate = _collate(options, recorder)
@@ -305,12 +317,17 @@ def _start_stream(
             f"{position + skip}{which}"
         )
 
-    getitem = None
+    getitem: Callable[[Any], Any] | None = None
     jobs: Iterable[BatchJob]
     fetch: Callable[[Any], Any]
     if aio is not None:
         # Each batch's coroutines start as the backend takes its job; workers wait.
         jobs, fetch = aio.jobs(plan), aio.fetch
+    elif native is not None:
+        # The backend reads the io dataset's items itself (_io_hook).
+        jobs, fetch = plan, native.job_fetch
+        if options.items_in_parallel > 1:
+            getitem = native.item_fetch
     else:
         jobs, fetch = plan, make_fetch(options.dataset, options.auto_collation)
         if options.items_in_parallel > 1:

@@ -11,7 +11,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._errors import DataLoaderTimeoutError
 from ._plan import TrackedBatch
@@ -19,8 +19,13 @@ from ._stats import EpochStats, StatsRecorder
 from ._workers import join_pools
 from .contract import BatchStream, WorkerPool, process_id
 
-if TYPE_CHECKING:
-    from ._aio import AsyncEpoch
+
+class EpochSide(Protocol):
+    """What runs beside an epoch's workers and closes with it: its coroutines on the
+    event loop (``_aio.AsyncEpoch``) or its native reads (``io._native.NativeEpoch``)."""
+
+    def close(self) -> None: ...
+
 
 __all__ = ["CallingThreadBatches", "LengthCheckedIterator", "LoaderIterator"]
 
@@ -51,7 +56,7 @@ class LoaderIterator:
         pin: Callable[[Any], Any] | None,
         length: int | None,
         position: int = 0,
-        aio: AsyncEpoch | None = None,
+        aio: EpochSide | None = None,
         recorder: StatsRecorder | None = None,
         summary: Callable[[EpochStats], None] | None = None,
         on_threads: bool = True,
@@ -176,7 +181,7 @@ class LengthCheckedIterator(LoaderIterator):
         return batch
 
 
-def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None, pid: int) -> None:
+def _close_all(batches: Any, pool: WorkerPool | None, aio: EpochSide | None, pid: int) -> None:
     if pid != process_id():
         return  # a forked child: the threads and the event loop are the parent's
     close = getattr(batches, "close", None)
@@ -186,7 +191,7 @@ def _close_all(batches: Any, pool: WorkerPool | None, aio: AsyncEpoch | None, pi
     finally:
         try:
             if aio is not None:
-                aio.close()  # cancel running coroutines: workers waiting on them return
+                aio.close()  # cancel running coroutines or reads: workers waiting return
         finally:
             if pool is not None:
                 pool.close()

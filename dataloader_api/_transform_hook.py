@@ -64,11 +64,13 @@ def transformed_fetch(
     fetch: Callable[[Any], Any], transform: Transform, batched: bool
 ) -> Callable[[Any], Any]:
     """``fetch`` whose items went through ``transform`` (where ``fetch`` runs: a worker)."""
+    # An async epoch's jobs hold their started batch; ``item_indices`` are its indices.
     if not batched:
-        return lambda index: transform(index, fetch(index))
+        return lambda index: transform(getattr(index, "item_indices", index), fetch(index))
 
-    def fetch_transformed(indices: Any) -> list[Any]:
-        items = fetch(indices)
+    def fetch_transformed(job_indices: Any) -> list[Any]:
+        items = fetch(job_indices)
+        indices = getattr(job_indices, "item_indices", job_indices)
         if len(items) != len(indices):
             raise ValueError(
                 f"__getitems__ returned {len(items)} items for {len(indices)} indices, so "

@@ -346,6 +346,17 @@ class Backend(Protocol):
     ``supports_items_in_parallel``: the backend honours
     ``PoolSpec.items_in_parallel > 1`` (``MapWork.getitem``); the loader
     rejects that option for a backend that declares False.
+
+    Optional: ``open_reader(spec, concurrency)`` reads the items of the
+    ``dataloader_api.io`` datasets natively. ``spec`` is a dataset's
+    ``reader_spec()`` (plain data: ``kind`` "files", "http" or "s3" and its
+    options); ``concurrency`` is the loader's ``max_concurrency`` (reads in
+    flight at most, over all threads). The reader it returns has
+    ``read(locations, cancel)`` (each location's ``bytes``, or a failure record
+    ``(kind, message, status, attempts, errno)`` that the dataset raises as
+    the reference would), ``new_cancel()`` (a handle whose ``cancel()`` ends
+    the reads in progress of one epoch) and ``counters()`` ((requests,
+    retries, bytes) so far). A backend without it runs the reference.
     """
 
     name: str

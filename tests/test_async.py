@@ -194,3 +194,21 @@ def test_uvloop_requested_but_missing_is_named():
         pytest.skip("uvloop is installed here")
     with pytest.raises(ValueError, match="event_loop='uvloop' needs uvloop"):
         DataLoader(Sleepy(4), event_loop="uvloop")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_transform_gets_each_async_items_own_index(backend, batch_size):
+    class Tens:
+        def __len__(self):
+            return 10
+
+        async def __getitem__(self, index):
+            return index * 10
+
+    loader = DataLoader(
+        Tens(), batch_size=batch_size, shuffle=True, seed=4, num_workers=workers_for(backend),
+        backend=backend, transform=lambda index, item: (index, item), collate_fn=list,
+    )  # fmt: skip
+    pairs = [p for batch in loader for p in (batch if batch_size else [batch])]
+    assert sorted(tuple(p) for p in pairs) == [(i, i * 10) for i in range(10)]

@@ -7,12 +7,14 @@ that thread state for its whole life; running a job re-activates it. See
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataloader_api.contract import PoolSpec
 from dataloader_api.kit import attach_once, on_exit_wait
 
-from ._native import IterStream, MapStream, Pool, drain_at_exit
+from ._native import IterStream, MapStream, NativeReader, Pool, drain_at_exit
 
-__all__ = ["IterStream", "MapStream", "Pool", "RustBackend"]
+__all__ = ["IterStream", "MapStream", "NativeReader", "Pool", "RustBackend"]
 
 # The kit's exit hook runs before the interpreter starts finalizing, while pool
 # threads may still attach safely: every live pool is closed natively and its
@@ -32,3 +34,7 @@ class RustBackend:
 
     def create_pool(self, spec: PoolSpec) -> Pool:
         return Pool(spec, attach_once=attach_once(_ATTACH_MODE_VARIABLE))
+
+    def open_reader(self, spec: dict[str, Any], concurrency: int | None) -> NativeReader:
+        """The reads of a ``dataloader_api.io`` dataset, natively (crate dataloader-netio)."""
+        return NativeReader(spec, concurrency)

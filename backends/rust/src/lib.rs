@@ -9,6 +9,7 @@ mod images;
 mod iter_stream;
 mod map_job;
 mod map_stream;
+mod netio;
 mod pixel_buffer;
 mod pool;
 mod pool_shared;
@@ -26,5 +27,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(pool_shared::drain_at_exit, module)?)?;
     module.add_class::<pixel_buffer::PixelBuffer>()?;
     module.add_function(wrap_pyfunction!(images::run_pipeline, module)?)?;
+    module.add_class::<netio::NativeReader>()?;
+    module.add_class::<netio::ReadCancel>()?;
     Ok(())
 }

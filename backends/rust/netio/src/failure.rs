@@ -1,0 +1,61 @@
+//! Why an item could not be read, as the Python side raises it.
+
+/// Which Python exception the failure becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// `FetchError`: a permanent status, or transient failures past the retries.
+    Fetch,
+    /// `ItemTooLargeError`: more than `max_bytes`.
+    TooLarge,
+    /// `OSError` with `errno` (files).
+    Os,
+    /// `ValueError`: a location that cannot be read at all (not an http(s) URL, ...).
+    Invalid,
+    /// The epoch closed while the read ran (nobody waits for the result).
+    Cancelled,
+}
+
+impl FailureKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Fetch => "fetch",
+            FailureKind::TooLarge => "too_large",
+            FailureKind::Os => "os",
+            FailureKind::Invalid => "invalid",
+            FailureKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One item's failure: the message says what happened (the Python side adds the
+/// item's index and its location, credentials redacted).
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    pub status: Option<u16>,
+    pub attempts: u32,
+    pub errno: Option<i32>,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+            status: None,
+            attempts: 1,
+            errno: None,
+        }
+    }
+
+    pub fn with_status(mut self, status: Option<u16>) -> Failure {
+        self.status = status;
+        self
+    }
+
+    pub fn with_attempts(mut self, attempts: u32) -> Failure {
+        self.attempts = attempts;
+        self
+    }
+}

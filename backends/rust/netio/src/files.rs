@@ -1,0 +1,49 @@
+//! Local files: one read of the whole file, its size checked first.
+
+use std::fs::File;
+use std::io::Read;
+
+use crate::failure::{Failure, FailureKind};
+
+pub fn read(path: &str, max_bytes: Option<u64>) -> Result<Vec<u8>, Failure> {
+    let os = |error: std::io::Error| {
+        let mut failure = Failure::new(FailureKind::Os, os_message(&error));
+        failure.errno = error.raw_os_error();
+        failure
+    };
+    let mut file = File::open(path).map_err(os)?;
+    let metadata = file.metadata().map_err(os)?;
+    if metadata.is_dir() {
+        file.read(&mut [0u8; 1]).map_err(os)?; // the system's EISDIR, as the reference gets
+    }
+    let size = metadata.len();
+    if let Some(limit) = max_bytes {
+        if size > limit {
+            return Err(too_large(size, limit));
+        }
+    }
+    let mut data = Vec::with_capacity(size as usize);
+    file.read_to_end(&mut data).map_err(os)?; // a directory fails here, with EISDIR
+    if let Some(limit) = max_bytes {
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64, limit));
+        }
+    }
+    Ok(data)
+}
+
+fn too_large(size: u64, limit: u64) -> Failure {
+    Failure::new(
+        FailureKind::TooLarge,
+        format!("{size} bytes, more than max_bytes={limit}"),
+    )
+}
+
+/// The system's text for the error, without Rust's " (os error N)" suffix.
+fn os_message(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}

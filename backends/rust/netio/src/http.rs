@@ -1,0 +1,186 @@
+//! HTTP(S) GETs on pooled keep-alive connections, with the retry policy.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
+use reqwest::{Client, StatusCode};
+
+use crate::failure::{Failure, FailureKind};
+use crate::retry::{parse_retry_after, RetryPolicy};
+use crate::Counters;
+
+pub struct HttpOptions {
+    pub headers: Vec<(String, String)>,
+    pub timeout: f64,
+    pub retry: RetryPolicy,
+    pub max_bytes: Option<u64>,
+    pub max_connections: usize,
+}
+
+pub struct HttpReader {
+    client: Client,
+    timeout: Duration,
+    retry: RetryPolicy,
+    max_bytes: Option<u64>,
+    counters: Arc<Counters>,
+}
+
+/// Why one attempt failed.
+enum Attempt {
+    Transient(String, Option<f64>),
+    Permanent(Failure),
+}
+
+impl HttpReader {
+    pub fn new(options: HttpOptions, counters: Arc<Counters>) -> Result<HttpReader, String> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &options.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| format!("header {name:?}: {e}"))?;
+            let mut value =
+                HeaderValue::from_str(value).map_err(|e| format!("header {name:?}: {e}"))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        headers.insert("accept-encoding", HeaderValue::from_static("identity"));
+        let client = Client::builder()
+            .default_headers(headers)
+            .pool_max_idle_per_host(options.max_connections)
+            .redirect(reqwest::redirect::Policy::none()) // as the reference: not followed
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(HttpReader {
+            client,
+            timeout: Duration::from_secs_f64(options.timeout),
+            retry: options.retry,
+            max_bytes: options.max_bytes,
+            counters,
+        })
+    }
+
+    pub async fn get(&self, url: &str) -> Result<Vec<u8>, Failure> {
+        let parsed = reqwest::Url::parse(url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"));
+        if parsed.is_none() {
+            return Err(Failure::new(FailureKind::Invalid, "is not an http(s) URL"));
+        }
+        let mut retry = 0;
+        loop {
+            let outcome = match tokio::time::timeout(self.timeout, self.attempt(url)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Attempt::Transient(
+                    format!("timed out after {} s", trim(self.timeout.as_secs_f64())),
+                    None,
+                )),
+            };
+            let (reason, retry_after) = match outcome {
+                Ok(body) => return Ok(body),
+                Err(Attempt::Permanent(failure)) => return Err(failure.with_attempts(retry + 1)),
+                Err(Attempt::Transient(reason, retry_after)) => (reason, retry_after),
+            };
+            if retry >= self.retry.max_retries {
+                let status = reason
+                    .strip_prefix("HTTP ")
+                    .and_then(|rest| rest.get(..3))
+                    .and_then(|code| code.parse().ok());
+                return Err(Failure::new(
+                    FailureKind::Fetch,
+                    format!("failed after {} attempts; last: {reason}", retry + 1),
+                )
+                .with_status(status)
+                .with_attempts(retry + 1));
+            }
+            tokio::time::sleep(self.retry.delay(retry, retry_after)).await;
+            retry += 1;
+            self.counters.retries.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    async fn attempt(&self, url: &str) -> Result<Vec<u8>, Attempt> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let mut response = self.client.get(url).send().await.map_err(|e| {
+            Attempt::Transient(format!("connection failed: {}", error_chain(&e)), None)
+        })?;
+        let status = response.status();
+        let text = status_text(status);
+        if status != StatusCode::OK {
+            if self.retry.is_transient(status.as_u16()) {
+                let after = response
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after);
+                return Err(Attempt::Transient(text, after));
+            }
+            return Err(Attempt::Permanent(
+                Failure::new(FailureKind::Fetch, format!("{text} (not retried)"))
+                    .with_status(Some(status.as_u16())),
+            ));
+        }
+        let expected = response
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let (Some(size), Some(limit)) = (expected, self.max_bytes) {
+            if size > limit {
+                return Err(Attempt::Permanent(too_large(size, limit)));
+            }
+        }
+        let mut body = Vec::with_capacity(expected.unwrap_or(0).min(1 << 30) as usize);
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    body.extend_from_slice(&chunk);
+                    if let Some(limit) = self.max_bytes {
+                        if body.len() as u64 > limit {
+                            return Err(Attempt::Permanent(too_large(body.len() as u64, limit)));
+                        }
+                    }
+                }
+                Ok(None) => return Ok(body),
+                Err(_) => {
+                    let of = expected.map(|n| format!(" of {n}")).unwrap_or_default();
+                    return Err(Attempt::Transient(
+                        format!("the body was cut short ({}{of} bytes)", body.len()),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn status_text(status: StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    }
+}
+
+fn too_large(size: u64, limit: u64) -> Failure {
+    Failure::new(
+        FailureKind::TooLarge,
+        format!("{size} bytes, more than max_bytes={limit}"),
+    )
+}
+
+/// The error and its causes (reqwest's own text is only the outermost one).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn trim(seconds: f64) -> String {
+    let text = format!("{seconds}");
+    text.strip_suffix(".0").unwrap_or(&text).to_string()
+}

@@ -1,0 +1,190 @@
+"""Workload 10: bytes over HTTP from a loopback server with injected latency,
+and from local files, through ``dataloader_api.io`` against ``urllib`` or
+``open()`` in ``__getitem__`` under torch's DataLoader and dataloader-rs.
+
+The server runs in another process (``python -m dataloader_api.io.loopback``)
+so that its work does not share our interpreter's lock; it still shares the
+machine's cores with the loaders.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import peers
+from measure import Entry, Table, rates_table, timed_row
+
+from dataloader_api import DataLoader
+from dataloader_api.io import FileDataset, HttpDataset
+
+SIZE = 100 * 1024
+LATENCY = 0.020
+CONCURRENCY = 64
+
+
+def identity(batch: Any) -> Any:
+    return batch
+
+
+class UrlGet:
+    """What a user writes today: one blocking ``urllib`` GET per ``__getitem__``
+    (a keep-alive opener per process would need a third-party client)."""
+
+    def __init__(self, urls: list[str]) -> None:
+        super().__init__()  # dataloader-rs's PyDataset needs its __init__
+        self.urls = urls
+        self.args: tuple[Any, ...] = (urls,)
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def __getitem__(self, index: int) -> bytes:
+        with urllib.request.urlopen(self.urls[index], timeout=30) as response:
+            return response.read()  # type: ignore[no-any-return]
+
+
+class OpenRead(UrlGet):
+    """``open(path, "rb").read()`` in ``__getitem__``."""
+
+    def __getitem__(self, index: int) -> bytes:
+        with open(self.urls[index], "rb") as file:
+            return file.read()
+
+
+def start_server(objects: int) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dataloader_api.io.loopback", "--objects", str(objects),
+         "--size", str(SIZE), "--latency", str(LATENCY)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def ours(dataset: Any, name: str, workers: int, what: str, **kw: Any) -> Entry:
+    loader = DataLoader(dataset, batch_size=32, num_workers=workers, backend=name,
+                        persistent_workers=True, collate_fn=identity, **kw)  # fmt: skip
+    return Entry(f"{what}: {name}, {workers} workers", _count(loader), workers)
+
+
+def reference_reads(entry: Entry) -> Entry:
+    """``entry`` with the rust backend's native reads turned off: the reference's."""
+    epoch = entry.epoch
+
+    def with_reference() -> int:
+        os.environ["DATALOADER_NATIVE_IO"] = "0"
+        try:
+            return epoch()
+        finally:
+            del os.environ["DATALOADER_NATIVE_IO"]
+
+    return Entry(entry.label, with_reference, entry.workers)
+
+
+def _count(loader: Any) -> Any:
+    def epoch() -> int:
+        return sum(len(batch) for batch in loader)
+
+    return epoch
+
+
+def _peer_rows(dataset: Any, workers: list[int], what: str) -> list[Entry | None]:
+    entries: list[Entry | None] = []
+    for count in workers:
+        torch = peers.torch_entry(dataset, count, 32, collate_fn=identity)
+        if torch is not None:
+            torch.label = f"{what}: {torch.label}"
+        entries.append(torch)
+    rs = peers.rs_entry(dataset, 2, 32, identity)
+    if rs is not None:
+        rs.label = f"{what}: {rs.label}"
+    return [*entries, rs]
+
+
+def http(s: Any) -> Table:
+    objects = 10_000 // s.scale
+    process, base = start_server(objects)
+    try:
+        urls = [f"{base}/{i}" for i in range(objects)]
+        entries: list[Entry | None] = [
+            ours(
+                HttpDataset(urls),
+                name,
+                2,
+                f"HttpDataset, max_concurrency={CONCURRENCY}",
+                max_concurrency=CONCURRENCY,
+            )
+            for name in s.names
+        ]
+        if "rust" in s.names:
+            entries.append(reference_reads(ours(HttpDataset(urls), "rust", 2,
+                "HttpDataset, reference reads", max_concurrency=CONCURRENCY)))  # fmt: skip
+        # One at a time per worker: 50 items/s each, so fewer objects keep epochs short.
+        slow = UrlGet(urls[: max(64, objects // 10)])
+        entries += _peer_rows(slow, [2, 16], "urllib in __getitem__")
+        title = (
+            f"10a. HTTP: {objects} objects of {SIZE // 1024} KiB from a loopback server "
+            f"with {LATENCY * 1e3:g} ms latency per request, batch 32"
+        )
+        ideal = [CONCURRENCY / LATENCY] * s.runs
+        reference = (f"ideal ({CONCURRENCY} in flight / {LATENCY * 1e3:g} ms)", ideal)
+        return rates_table("http", "remote", title, entries, s.runs, reference)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _drop_page_cache() -> bool:
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as control:
+            control.write("1\n")
+        return True
+    except OSError:
+        return False
+
+
+def files(s: Any) -> list[Table]:
+    count = 10_000 // s.scale
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        block = os.urandom(SIZE)
+        for i in range(count):
+            path = Path(folder) / f"{i:06d}.bin"
+            path.write_bytes(i.to_bytes(8, "little") + block[8:])
+            paths.append(str(path))
+        entries: list[Entry | None] = [
+            ours(FileDataset(paths), name, 2, "FileDataset") for name in s.names
+        ]
+        if "rust" in s.names:
+            entries.append(
+                reference_reads(ours(FileDataset(paths), "rust", 2, "FileDataset, reference reads"))
+            )
+        entries += _peer_rows(OpenRead(paths), [2], "open() in __getitem__")
+        title = f"10b. Local files, page cache warm: {count} files of {SIZE // 1024} KiB, batch 32"
+        warm = rates_table("files_warm", "remote", title, entries, s.runs)
+        present = [e for e in entries if e is not None]
+        if not _drop_page_cache():
+            return [warm]
+        rates: dict[str, list[float]] = {e.label: [] for e in present}
+        for _ in range(s.runs):
+            for entry in present:
+                _drop_page_cache()
+                start = time.perf_counter()
+                items = entry.epoch()
+                rates[entry.label].append(items / (time.perf_counter() - start))
+        rows = [timed_row(e.label, e.workers, e.peer, rates[e.label]) for e in present]
+        title = title.replace("page cache warm", "page cache dropped before each epoch")
+        cold = Table("files_cold", "remote", "rates", title, "items/s", rows, None)
+        return [warm, cold]
+
+
+def remote(s: Any) -> list[Table]:
+    return [http(s), *files(s)]

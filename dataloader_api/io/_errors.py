@@ -1,0 +1,47 @@
+"""The errors an I/O dataset raises for one item; every backend raises these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FetchError", "ItemTooLargeError"]
+
+
+class FetchError(OSError):
+    """An item could not be read: a permanent HTTP status (404, 403, ...), or a
+    transient failure that outlasted the retries. The message names the item's
+    index, the location (credentials redacted) and the cause."""
+
+    def __init__(
+        self,
+        index: Any,
+        location: str,
+        message: str,
+        *,
+        status: int | None = None,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(f"item {index!r}: {location}: {message}")
+        self.index = index
+        self.location = location
+        self.status = status
+        self.attempts = attempts
+
+    def __reduce__(self) -> Any:
+        return (
+            _rebuild,
+            (type(self), self.args[0], self.index, self.location, self.status, self.attempts),
+        )
+
+
+class ItemTooLargeError(FetchError):
+    """An item larger than the dataset's ``max_bytes``."""
+
+
+def _rebuild(
+    cls: type[FetchError], text: str, index: Any, location: str, status: int | None, attempts: int
+) -> FetchError:
+    error = cls.__new__(cls)
+    OSError.__init__(error, text)
+    error.index, error.location, error.status, error.attempts = index, location, status, attempts
+    return error

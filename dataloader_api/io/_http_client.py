@@ -1,0 +1,300 @@
+"""An asyncio HTTP/1.1 client for item reads: pooled keep-alive connections
+per host, one GET per item, the retry policy, and counters.
+
+Written on asyncio's streams so that one event loop keeps many requests in
+flight for a few worker threads; it needs nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from ._errors import FetchError, ItemTooLargeError
+from ._retry import RetryPolicy, parse_retry_after
+
+__all__ = ["Counters", "HttpClient", "redact"]
+
+_SECRET_QUERY = re.compile(r"(signature|token|secret|password|credential|key|sig|auth)", re.I)
+# Error bodies are read up to this size for the message (S3 puts its code there).
+_ERROR_BODY = 4096
+
+
+def redact(url: str) -> str:
+    """``url`` without credentials: no user info, secret-looking query values hidden."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    if "@" in parts.netloc:
+        netloc = "***@" + netloc
+    query = "&".join(
+        f"{k}=***" if _SECRET_QUERY.search(k) else f"{k}={v}" if sep else k
+        for k, sep, v in (pair.partition("=") for pair in parts.query.split("&") if pair)
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+@dataclass
+class Counters:
+    """What a dataset's reads did (updated on the event loop's thread only)."""
+
+    requests: int = 0
+    retries: int = 0
+    connections: int = 0
+    bytes: int = 0
+
+
+class _Transient(Exception):
+    """One attempt failed in a way worth retrying."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class _Response:
+    __slots__ = ("body", "headers", "reason", "reusable", "status")
+
+    def __init__(self, status: int, reason: str, headers: dict[str, str]) -> None:
+        self.status, self.reason, self.headers = status, reason, headers
+        self.body = b""
+        self.reusable = headers.get("connection", "").lower() != "close"
+
+
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+class HttpClient:
+    """Keep-alive connections per (scheme, host, port), at most ``max_connections`` each."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        retry: RetryPolicy,
+        max_bytes: int | None,
+        max_connections: int,
+        counters: Counters,
+    ) -> None:
+        self.timeout, self.retry, self.max_bytes = timeout, retry, max_bytes
+        self.max_connections = max_connections
+        self.counters = counters
+        self._idle: dict[tuple[str, str, int], list[Connection]] = {}
+        self._slots: dict[tuple[str, str, int], asyncio.Semaphore] = {}
+        self._rng = random.Random()
+        self._ssl: ssl.SSLContext | None = None
+
+    async def get(
+        self,
+        url: str,
+        index: Any,
+        headers: Mapping[str, str] | Callable[[], Mapping[str, str]] = {},  # noqa: B006
+        shown: str | None = None,
+        detail: Callable[[bytes], str] | None = None,
+    ) -> bytes:
+        """The body of ``url``, retrying transient failures; ``shown`` names it in errors."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"item {index!r}: {redact(url)!r} is not an http(s) URL")
+        where = shown if shown is not None else f"GET {redact(url)}"
+        attempt = 0
+        while True:
+            extra = headers() if callable(headers) else headers
+            try:
+                response = await self._attempt(parts, extra, index, where)
+            except _Transient as failure:
+                if attempt >= self.retry.max_retries:
+                    raise FetchError(
+                        index,
+                        where,
+                        f"failed after {attempt + 1} attempts; last: {failure}",
+                        attempts=attempt + 1,
+                        status=_status_of(failure),
+                    ) from None
+                await asyncio.sleep(self.retry.delay(attempt, failure.retry_after, self._rng))
+                attempt += 1
+                self.counters.retries += 1
+                continue
+            if response.status == 200:
+                self.counters.bytes += len(response.body)
+                return response.body
+            text = f"HTTP {response.status} {response.reason}".rstrip()
+            if detail is not None and response.body:
+                text += f": {detail(response.body)}"
+            raise FetchError(
+                index,
+                where,
+                f"{text} (not retried)",
+                status=response.status,
+                attempts=attempt + 1,
+            )
+
+    async def _attempt(
+        self, parts: SplitResult, headers: Mapping[str, str], index: Any, where: str
+    ) -> _Response:
+        """One request: a transient failure raises ``_Transient``."""
+        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = asyncio.Semaphore(self.max_connections)
+        async with slots:
+            idle = self._idle.setdefault(key, [])
+            # A pooled connection the server has closed fails before any reply: the
+            # request then goes once more on a new connection, not counted as a retry.
+            while True:
+                reused = bool(idle)
+                connection = idle.pop() if reused else None
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        if connection is None:
+                            connection = await self._connect(key)
+                        response = await self._exchange(connection, parts, headers, index, where)
+                except TimeoutError:
+                    _close(connection)
+                    raise _Transient(f"timed out after {self.timeout:g} s") from None
+                except _Stale:
+                    _close(connection)
+                    if reused:
+                        continue
+                    raise _Transient("the server closed the connection before replying") from None
+                except (_Transient, FetchError):
+                    _close(connection)
+                    raise
+                except (ConnectionError, OSError, asyncio.IncompleteReadError) as error:
+                    _close(connection)
+                    raise _Transient(_describe(error)) from None
+                except BaseException:
+                    _close(connection)
+                    raise
+                if response.reusable:
+                    idle.append(connection)
+                else:
+                    _close(connection)
+                if response.status in self.retry.statuses:
+                    raise _Transient(
+                        f"HTTP {response.status} {response.reason}".rstrip(),
+                        parse_retry_after(response.headers.get("retry-after")),
+                    )
+                return response
+
+    async def _connect(self, key: tuple[str, str, int]) -> Connection:
+        scheme, host, port = key
+        context = None
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            context = self._ssl
+        connection = await asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        self.counters.connections += 1
+        return connection
+
+    async def _exchange(
+        self,
+        connection: Connection,
+        parts: SplitResult,
+        headers: Mapping[str, str],
+        index: Any,
+        where: str,
+    ) -> _Response:
+        reader, writer = connection
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        host = parts.netloc.rpartition("@")[2]
+        lines = [f"GET {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        self.counters.requests += 1
+        status_line = await reader.readline()
+        if not status_line:
+            raise _Stale
+        version, _, rest = status_line.decode("latin-1").rstrip("\r\n").partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise _Transient(f"not an HTTP/1.x reply: {status_line[:80]!r}")
+        fields: dict[str, str] = {}
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                if not line:
+                    raise _Transient("the connection closed inside the reply's headers")
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            fields[name.strip().lower()] = value.strip()
+        response = _Response(int(code), reason, fields)
+        ok = response.status == 200
+        limit = self.max_bytes if ok else _ERROR_BODY
+        if "chunked" in fields.get("transfer-encoding", "").lower():
+            response.body = await _read_chunked(reader, limit, ok, index, where)
+        elif "content-length" in fields:
+            size = int(fields["content-length"])
+            if ok and limit is not None and size > limit:
+                response.reusable = False
+                raise ItemTooLargeError(index, where, f"{size} bytes, more than max_bytes={limit}")
+            if ok or size <= _ERROR_BODY:
+                response.body = await reader.readexactly(size)
+            else:
+                response.reusable = False
+        else:
+            response.reusable = False
+            response.body = await reader.read(-1) if ok else await reader.read(_ERROR_BODY)
+            if ok and limit is not None and len(response.body) > limit:
+                raise ItemTooLargeError(
+                    index, where, f"{len(response.body)} bytes, more than max_bytes={limit}"
+                )
+        return response
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                _close(connection)
+        self._idle.clear()
+
+
+class _Stale(Exception):
+    """A connection that ended before the first byte of the reply."""
+
+
+async def _read_chunked(
+    reader: asyncio.StreamReader, limit: int | None, ok: bool, index: Any, where: str
+) -> bytes:
+    body = bytearray()
+    while True:
+        size_line = await reader.readline()
+        if not size_line:
+            raise asyncio.IncompleteReadError(bytes(body), None)
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return bytes(body)
+        if limit is not None and len(body) + size > limit:
+            if ok:
+                raise ItemTooLargeError(index, where, f"more than max_bytes={limit} bytes")
+            return bytes(body)
+        body += await reader.readexactly(size)
+        await reader.readexactly(2)
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def _close(connection: Connection | None) -> None:
+    if connection is not None:
+        connection[1].transport.abort()
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, asyncio.IncompleteReadError):
+        expected = "" if error.expected is None else f" of {error.expected}"
+        return f"the body was cut short ({len(error.partial)}{expected} bytes)"
+    return f"{type(error).__name__}: {error}"
+
+
+def _status_of(failure: _Transient) -> Any:
+    text = str(failure)
+    return int(text[5:8]) if text.startswith("HTTP ") and text[5:8].isdigit() else None

@@ -1,0 +1,265 @@
+"""A small HTTP/1.1 server on 127.0.0.1 with injected faults and latency, for
+tests and benchmarks of ``HttpDataset`` (and anything else that reads HTTP).
+
+    with LoopbackServer({"/a": b"..."}) as server:
+        server.fail("/a", Status(503, retry_after=0.1), Reset(after=10))
+        HttpDataset([server.url + "/a"])[0]
+
+Faults queued for a path are used by its next requests, one each; then the
+object is served. ``python -m dataloader_api.io.loopback --objects N --size
+BYTES --latency SECONDS`` serves ``/{index}`` objects from another process
+(for benchmarks) and prints its base URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import threading
+from collections import defaultdict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Delay", "LoopbackServer", "Reset", "Status", "generated_object"]
+
+_REASONS = {
+    200: "OK",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+@dataclass(frozen=True)
+class Status:
+    """Reply with this status (and ``Retry-After`` when given) instead of the object."""
+
+    code: int
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Send the headers and ``after`` bytes of the body, then reset the connection."""
+
+    after: int = 0
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Reply ``seconds`` late (past a client's timeout, for instance)."""
+
+    seconds: float
+
+
+Fault = Status | Reset | Delay
+
+
+def generated_object(index: int, size: int) -> bytes:
+    """The bytes ``--objects`` serves at ``/{index}``: the index, then a fixed pattern."""
+    head = index.to_bytes(8, "little")
+    return head + bytes((i * 31 + 7) % 251 for i in range(max(0, size - 8)))
+
+
+class LoopbackServer:
+    """Serves ``objects`` (path -> bytes) on ``url``, from a thread of its own."""
+
+    def __init__(
+        self,
+        objects: Mapping[str, bytes] | None = None,
+        *,
+        latency: float = 0.0,
+        generate: tuple[int, int] | None = None,
+        port: int = 0,
+    ) -> None:
+        self.objects = dict(objects or {})
+        self.latency = latency
+        self._generate = generate
+        self._tail = generated_object(0, generate[1])[8:] if generate else b""
+        self._faults: dict[str, deque[Fault]] = defaultdict(deque)
+        #: requests per path, connections accepted, and each request's headers
+        self.requests: dict[str, int] = defaultdict(int)
+        self.connections = 0
+        #: requests received and not yet answered, now and at most
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.headers_seen: list[dict[str, str]] = []
+        self._open: set[_Protocol] = set()
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.base_events.Server | None = None
+        self._thread = threading.Thread(target=self._run, name="loopback-http", daemon=True)
+        self._started = threading.Event()
+        self.url = ""
+
+    def fail(self, path: str, *faults: Fault) -> None:
+        """Queue ``faults`` for the next requests of ``path``."""
+        self._loop.call_soon_threadsafe(self._faults[path].extend, faults)
+
+    def start(self) -> LoopbackServer:
+        self._thread.start()
+        self._started.wait()
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(
+            self._loop.create_server(lambda: _Protocol(self), "127.0.0.1", self._port)
+        )
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._started.set()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
+
+    def stop(self) -> None:
+        """Close the listening socket and every connection, then the loop."""
+        if self._server is None or self._loop.is_closed() or not self._thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await asyncio.sleep(0.05)  # connections being accepted finish (cancelled, they leak)
+        for protocol in list(self._open):
+            if protocol.transport is not None:
+                protocol.transport.abort()
+        current = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.01)  # aborted transports close their sockets in callbacks
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def body_of(self, path: str) -> bytes | None:
+        if path in self.objects:
+            return self.objects[path]
+        if self._generate is not None and path[1:].isdigit():
+            index = int(path[1:])
+            if index < self._generate[0]:
+                return index.to_bytes(8, "little") + self._tail
+        return None
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, server: LoopbackServer) -> None:
+        self.server = server
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.queue: deque[tuple[str, dict[str, str]]] = deque()
+        self.busy = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.server.connections += 1
+        self.server._open.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while b"\r\n\r\n" in self.buffer:
+            head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            path = parts[1] if len(parts) == 3 else "/"
+            headers = {}
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            self.queue.append((path, headers))
+        self._next()
+
+    def _next(self) -> None:
+        if self.busy or not self.queue or self.transport is None:
+            return
+        self.busy = True
+        path, headers = self.queue.popleft()
+        server = self.server
+        server.requests[path] += 1
+        server.in_flight += 1
+        server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+        server.headers_seen.append(headers)
+        faults = server._faults.get(path)
+        fault = faults.popleft() if faults else None
+        delay = server.latency + (fault.seconds if isinstance(fault, Delay) else 0.0)
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._reply, path, fault)
+        else:
+            self._reply(path, fault)
+
+    def _reply(self, path: str, fault: Fault | None) -> None:
+        self.server.in_flight -= 1
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if isinstance(fault, Status):
+            extra = (
+                f"Retry-After: {fault.retry_after:g}\r\n" if fault.retry_after is not None else ""
+            )
+            self._send(transport, fault.code, b"injected fault\n", extra)
+            return
+        body = self.server.body_of(path)
+        if body is None:
+            self._send(transport, 404, b"no such object\n", "")
+            return
+        if isinstance(fault, Reset):
+            transport.write(_head(200, len(body), ""))
+            transport.write(body[: fault.after])
+            transport.abort()
+            return
+        self._send(transport, 200, body, "")
+
+    def _send(self, transport: asyncio.Transport, code: int, body: bytes, extra: str) -> None:
+        transport.writelines([_head(code, len(body), extra), body])
+        self.busy = False
+        self._next()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        self.server._open.discard(self)
+
+
+def _head(code: int, length: int, extra: str) -> bytes:
+    reason = _REASONS.get(code, "Status")
+    return (
+        f"HTTP/1.1 {code} {reason}\r\nContent-Length: {length}\r\n"
+        f"Content-Type: application/octet-stream\r\n{extra}\r\n"
+    ).encode("latin-1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--size", type=int, default=100 * 1024)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = LoopbackServer(
+        latency=args.latency, generate=(args.objects, args.size), port=args.port
+    ).start()
+    print(server.url, flush=True)
+    try:
+        server._thread.join()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
