@@ -10,6 +10,7 @@ machine's cores with the loaders.
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,32 @@ def ours(dataset: Any, name: str, workers: int, what: str, **kw: Any) -> Entry:
     return Entry(f"{what}: {name}, {workers} workers", _count(loader), workers)
 
 
+def bare_client(urls: list[str], connections: int) -> Entry:
+    """The server's own ceiling: no loader, ``connections`` asyncio tasks each
+    getting its share of the URLs one after another (the reference's HTTP client)."""
+    import asyncio
+
+    from dataloader_api.io import RetryPolicy
+    from dataloader_api.io._http_client import Counters, HttpClient
+
+    async def run() -> int:
+        client = HttpClient(timeout=30, retry=RetryPolicy(), max_bytes=None,
+                            max_connections=connections, counters=Counters())  # fmt: skip
+
+        async def task(first: int) -> int:
+            return sum([len(await client.get(url, i)) > 0
+                        for i, url in enumerate(urls[first::connections])])  # fmt: skip
+
+        try:
+            return sum(await asyncio.gather(*(task(k) for k in range(connections))))
+        finally:
+            client.close()
+
+    return Entry(
+        f"bare asyncio client, {connections} connections, no loader", lambda: asyncio.run(run()), 0
+    )
+
+
 def reference_reads(entry: Entry) -> Entry:
     """``entry`` with the rust backend's native reads turned off: the reference's."""
     epoch = entry.epoch
@@ -120,12 +147,15 @@ def http(s: Any) -> Table:
                 2,
                 f"HttpDataset, max_concurrency={CONCURRENCY}",
                 max_concurrency=CONCURRENCY,
+                prefetch_factor=4,
             )
             for name in s.names
         ]
         if "rust" in s.names:
             entries.append(reference_reads(ours(HttpDataset(urls), "rust", 2,
-                "HttpDataset, reference reads", max_concurrency=CONCURRENCY)))  # fmt: skip
+                "HttpDataset, reference reads", max_concurrency=CONCURRENCY,
+                prefetch_factor=4)))  # fmt: skip
+        entries.append(bare_client(urls, CONCURRENCY))
         # One at a time per worker: 50 items/s each, so fewer objects keep epochs short.
         slow = UrlGet(urls[: max(64, objects // 10)])
         entries += _peer_rows(slow, [2, 16], "urllib in __getitem__")
@@ -186,5 +216,59 @@ def files(s: Any) -> list[Table]:
         return [warm, cold]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def concurrency_sweep(s: Any) -> Table:
+    """Native reads at growing concurrency: the share of the latency-bound ideal
+    reached, and how busy the machine's cores were (ours and the server's CPU time
+    over the epoch's wall time, out of 2 cores)."""
+    objects = 4_000 // s.scale
+    process, base = start_server(objects)
+    try:
+        urls = [f"{base}/{i}" for i in range(objects)]
+        entries: list[Entry | None] = []
+        cpu: dict[str, list[float]] = {}
+        for concurrency in (8, 16, 32, 64, 128):
+            data = HttpDataset(urls, max_connections=concurrency)
+            entry = ours(data, "rust", 2, f"native, max_concurrency={concurrency}",
+                         max_concurrency=concurrency, prefetch_factor=4)  # fmt: skip
+            entries.append(_with_cpu(entry, process.pid, cpu.setdefault(entry.label, [])))
+        title = (
+            f"10c. HTTP, native reads at growing concurrency: {objects} objects of "
+            f"{SIZE // 1024} KiB, {LATENCY * 1e3:g} ms latency, batch 32, 2 workers "
+            "(row: % of that concurrency's ideal; cores busy, ours + server, of 2)"
+        )
+        table = rates_table("http_concurrency", "remote", title, entries, s.runs)
+    finally:
+        process.terminate()
+        process.wait(10)
+    for row in table.rows:
+        concurrency = int(row["label"].split("max_concurrency=")[1].split(":")[0])
+        ideal = concurrency / LATENCY
+        busy = statistics.median(cpu[row["label"]]) if cpu[row["label"]] else 0.0
+        row["label"] += f" ({row['median'] / ideal:.0%} of {ideal:,.0f}/s; cores {busy:.0%})"
+    return table
+
+
+def _with_cpu(entry: Entry, server: int, into: list[float]) -> Entry:
+    epoch = entry.epoch
+
+    def measured() -> int:
+        ours_before, server_before = time.process_time(), _cpu_seconds(server)
+        start = time.perf_counter()
+        items = epoch()
+        wall = time.perf_counter() - start
+        used = time.process_time() - ours_before + _cpu_seconds(server) - server_before
+        into.append(used / wall / 2)
+        return items
+
+    return Entry(entry.label, measured, entry.workers)
+
+
 def remote(s: Any) -> list[Table]:
-    return [http(s), *files(s)]
+    return [http(s), concurrency_sweep(s), *files(s)]

@@ -47,6 +47,7 @@ BROKEN = {
     "broken-stall": ["test_stopping_behind_a_slow_item_is_prompt"],
     "broken-exit": ["test_interpreter_exit_mid_epoch"],
     "broken-images": ["test_a_pipeline_gives_the_references_items"],
+    "broken-reader": ["test_file_reads_give_the_references_items_and_errors"],
 }
 
 

@@ -264,7 +264,7 @@ def _calling_thread_batches(
     if aio is not None:
         fetch = aio.fetch_now
     elif native is not None:
-        fetch = native.job_fetch
+        fetch = native.fetch_now
     else:
         fetch = make_fetch(options.dataset, options.auto_collation)
     if transform is not None:
@@ -324,8 +324,9 @@ def _start_stream(
         # Each batch's coroutines start as the backend takes its job; workers wait.
         jobs, fetch = aio.jobs(plan), aio.fetch
     elif native is not None:
-        # The backend reads the io dataset's items itself (_io_hook).
-        jobs, fetch = plan, native.job_fetch
+        # The backend reads the io dataset's items itself (_io_hook), each job's
+        # reads started as the backend takes the job.
+        jobs, fetch = native.jobs(plan), native.fetch
         if options.items_in_parallel > 1:
             getitem = native.item_fetch
     else:

@@ -7,6 +7,7 @@ datasets, plain reads for files). ``DATALOADER_NATIVE_IO=0`` keeps the reference
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from ._options import LoaderOptions
@@ -17,13 +18,34 @@ NATIVE_IO_VARIABLE = "DATALOADER_NATIVE_IO"
 
 
 def native_epoch(options: LoaderOptions) -> Any:
-    """The epoch's ``NativeEpoch`` (``job_fetch``, ``item_fetch``, ``close``) through
-    the backend's reader, or None for the reference."""
+    """The epoch's ``io._native.NativeEpoch`` (``jobs``, ``fetch``, ``fetch_now``,
+    ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
     dataset = options.dataset
     native = getattr(dataset, "native_epoch", None)
     open_reader = getattr(options.backend, "open_reader", None)
-    if native is None or open_reader is None or options.is_iterable:
+    if native is None or options.is_iterable:
         return None
-    if os.environ.get(NATIVE_IO_VARIABLE, "1") == "0" or not dataset.reads_natively():
+    if open_reader is None or os.environ.get(NATIVE_IO_VARIABLE, "1") == "0":
+        _warn_if_uncapped(options)
+        return None
+    if not dataset.reads_natively():
+        _warn_if_uncapped(options)
         return None
     return native(open_reader, options.max_concurrency, options.auto_collation)
+
+
+def _warn_if_uncapped(options: LoaderOptions) -> None:
+    """The reference reads a sync io dataset (files) one item per worker thread:
+    a ``max_concurrency`` below the thread count cannot hold there. Say so."""
+    cap, threads = options.max_concurrency, max(1, options.num_workers)
+    if cap is None or options.agetitem is not None or cap >= threads:
+        return
+    name = options.backend_name or "the calling thread"
+    warnings.warn(
+        f"max_concurrency={cap} is not applied: {name} reads "
+        f"{type(options.dataset).__name__} with the reference, one item at a time on each "
+        f"of num_workers={options.num_workers} threads; use num_workers={cap}, or the rust "
+        "backend (native reads)",
+        UserWarning,
+        stacklevel=4,
+    )

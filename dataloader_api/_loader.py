@@ -89,7 +89,8 @@ class DataLoader(Generic[T_co]):
         items_in_parallel: Fetch the items of one batch on up to this many
             pool threads (backends that support it); for large batches of
             slow items.
-        max_concurrency: Async datasets: coroutines in flight at most.
+        max_concurrency: Async datasets: coroutines in flight at most; the
+            ``dataloader_api.io`` datasets: reads in flight at most.
         event_loop: Async datasets: ``"auto"``, ``"asyncio"`` or ``"uvloop"``.
         epoch_summary: Print a summary of each epoch's stats (``True``) or
             pass them to this callable.

@@ -107,10 +107,12 @@ def check_async(
             f"event_loop option should be one of {', '.join(map(repr, EVENT_LOOPS))}, "
             f"but got event_loop={event_loop!r}"
         )
+    # The io datasets' native reads take max_concurrency too (dataloader_api.io).
+    reads = hasattr(dataset, "reader_spec")
     given = [
         f"{name}={value!r}"
         for name, value, default in (
-            ("max_concurrency", max_concurrency, None),
+            ("max_concurrency", None if reads else max_concurrency, None),
             ("event_loop", event_loop, "auto"),
         )
         if value != default

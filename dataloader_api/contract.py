@@ -352,11 +352,14 @@ class Backend(Protocol):
     ``reader_spec()`` (plain data: ``kind`` "files", "http" or "s3" and its
     options); ``concurrency`` is the loader's ``max_concurrency`` (reads in
     flight at most, over all threads). The reader it returns has
-    ``read(locations, cancel)`` (each location's ``bytes``, or a failure record
-    ``(kind, message, status, attempts, errno)`` that the dataset raises as
-    the reference would), ``new_cancel()`` (a handle whose ``cancel()`` ends
-    the reads in progress of one epoch) and ``counters()`` ((requests,
-    retries, bytes) so far). A backend without it runs the reference.
+    ``start(locations, cancel)``, which starts a job's reads at once and
+    returns a handle whose ``wait()`` gives each location's ``bytes`` or a
+    failure record ``(kind, message, status, attempts, errno)`` that the
+    dataset raises as the reference would; ``new_cancel()`` (a handle whose
+    ``cancel()`` ends the reads in progress of one epoch); and ``counters()``
+    ((requests, retries, bytes) so far). The loader starts a job's reads when
+    the backend takes the job, so its ``jobs`` hold started reads, and
+    ``fetch`` waits for them. A backend without it runs the reference.
     """
 
     name: str

@@ -67,10 +67,12 @@ def _edits(version: str) -> dict[Path, list[Callable[[str], str]]]:
         ROOT / "backends" / "rust" / "Cargo.toml": [toml_version()],
         ROOT / "backends" / "rust" / "core" / "Cargo.toml": [toml_version()],
         ROOT / "backends" / "rust" / "imaging" / "Cargo.toml": [toml_version()],
+        ROOT / "backends" / "rust" / "netio" / "Cargo.toml": [toml_version()],
         ROOT / "backends" / "rust" / "Cargo.lock": [
             lock_entry("dataloader-rust"),
             lock_entry("dataloader-core"),
             lock_entry("dataloader-imaging"),
+            lock_entry("dataloader-netio"),
         ],
     }
 

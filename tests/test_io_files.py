@@ -103,3 +103,16 @@ def test_url_templates_percent_encode_column_strings():
                        columns={"root": "a b", "name": ["x y/z.jpg", "ü?#"]})  # fmt: skip
     assert data.locations.of(0) == "http://127.0.0.1:1/a b/x%20y/z.jpg"  # constants as given
     assert data.locations.of(1) == "http://127.0.0.1:1/a b/%C3%BC%3F%23"
+
+
+def test_max_concurrency_caps_native_file_reads_or_warns(tree, reads):
+    data = FileDataset([str(tree / "train" / f"{i:08d}.bin") for i in range(20)])
+    loader = DataLoader(data, batch_size=5, num_workers=2, max_concurrency=1, backend=reads,
+                        collate_fn=list)  # fmt: skip
+    if reads == "rust":
+        assert [x for b in loader for x in b] == [expected("train", i) for i in range(20)]
+    else:
+        with pytest.warns(UserWarning, match="max_concurrency=1 is not applied: threads reads"):
+            assert len([x for b in loader for x in b]) == 20
+    with pytest.raises(ValueError, match="event_loop='asyncio' only apply to async datasets"):
+        DataLoader(data, num_workers=2, event_loop="asyncio")

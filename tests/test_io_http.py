@@ -110,6 +110,8 @@ def test_headers_go_with_every_request_and_connections_are_reused(server, reads)
     assert all(h["authorization"] == "Bearer abc" for h in server.headers_seen)
     assert all(h["x-trace"] == "7" for h in server.headers_seen)
     assert server.connections <= COUNT  # keep-alive: the second epoch reuses connections
+    assert data.counters.requests == 2 * COUNT and data.counters.retries == 0
+    assert data.counters.bytes == 2 * sum(len(body(i)) for i in range(COUNT))
 
 
 def test_max_bytes_is_a_permanent_error(server, reads):
@@ -220,3 +222,23 @@ def test_bad_arguments_name_the_value():
         HttpDataset(["ftp://127.0.0.1/a"])[0]
     with pytest.raises(IndexError, match="HttpDataset index 1 is out of range for 1 items"):
         HttpDataset(["http://127.0.0.1/a"])[1]
+
+
+def test_worker_info_in_transforms_is_the_workers(server, reads):
+    import threading
+
+    from dataloader_api import get_worker_info
+
+    seen = {}
+
+    def transform(index, item):
+        info = get_worker_info()
+        seen[index] = (info.id, info.num_workers, threading.current_thread().name)
+        return item
+
+    loader = DataLoader(dataset(server), batch_size=4, num_workers=2, backend=reads,
+                        transform=transform, collate_fn=list)  # fmt: skip
+    assert len(items_of(loader)) == COUNT
+    assert sorted(seen) == list(range(COUNT))
+    assert {worker for worker, _, _ in seen.values()} <= {0, 1}
+    assert {count for _, count, _ in seen.values()} == {2}

@@ -32,7 +32,7 @@ def test_a_version_bump_reaches_every_file():
     for backend in ("rust", "cffi"):
         text = texts[f"backends/{backend}/pyproject.toml"]
         assert 'version = "0.3.2"' in text and '"dataloader-api>=0.3.2,<0.4"' in text
-    for crate in ("dataloader-rust", "dataloader-core", "dataloader-imaging"):
+    for crate in ("dataloader-rust", "dataloader-core", "dataloader-imaging", "dataloader-netio"):
         assert f'name = "{crate}"\nversion = "0.3.2"' in texts["backends/rust/Cargo.lock"]
     assert sync_version.compatible_range("1.4.0") == ">=1.4.0,<2"
 

@@ -10,10 +10,10 @@ with the same index, location and status.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..contract import process_id
+from ..contract import BatchJob, process_id
 from ._errors import FetchError, ItemTooLargeError
 from ._http_client import redact
 from ._locations import Locations, item_index
@@ -48,13 +48,13 @@ class NativeReads:
         """One epoch's fetches through the backend's reader (made once per process)."""
         return NativeEpoch(self, self._reader(open_reader, concurrency), batched)
 
-    def _reader(self, open_reader: Callable[..., Any], concurrency: int | None) -> Any:
-        cache: dict[tuple[int, int, int | None], Any] = self.__dict__.setdefault("_readers", {})
+    def _reader(self, open_reader: Callable[..., Any], concurrency: int | None) -> _Shared:
+        cache: dict[tuple[int, int, int | None], _Shared] = self.__dict__.setdefault("_readers", {})
         key = (id(open_reader), process_id(), concurrency)
-        reader = cache.get(key)
-        if reader is None:
-            reader = cache[key] = open_reader(self.reader_spec(), concurrency)
-        return reader
+        shared = cache.get(key)
+        if shared is None:
+            shared = cache[key] = _Shared(open_reader(self.reader_spec(), concurrency))
+        return shared
 
     def failure(
         self,
@@ -77,43 +77,86 @@ class NativeReads:
 
 
 class NativeEpoch:
-    """One epoch's reads through a backend's reader: ``job_fetch`` (a job's
-    indices, or its one index without batching) and ``item_fetch`` (one index);
+    """One epoch's reads through a backend's reader. As with async datasets, a
+    job's reads start when the backend takes the job from the plan (``jobs``),
+    so the whole window's items are in flight while workers wait (``fetch``);
     ``close`` ends the reads still running (a ``break``)."""
 
-    def __init__(self, dataset: NativeReads, reader: Any, batched: bool) -> None:
-        self._dataset, self._reader = dataset, reader
-        self._cancel = reader.new_cancel()
-        self._lock = threading.Lock()
-        self._seen = (0, 0, 0)
-        self.job_fetch = self.read if batched else self.read_one
-        self.item_fetch = self.read_one
+    def __init__(self, dataset: NativeReads, shared: _Shared, batched: bool) -> None:
+        self._dataset, self._shared, self._batched = dataset, shared, batched
+        self._reader = shared.reader
+        self._cancel = shared.reader.new_cancel()
 
-    def read(self, indices: list[Any]) -> list[Any]:
+    def start(self, indices: Any) -> StartedReads:
+        """Start the reads of a job (its indices, or its one index without batching)."""
         dataset = self._dataset
         owner, locations = type(dataset).__name__, dataset.locations
-        paths = [locations.of(item_index(i, len(locations), owner)) for i in indices]
-        results = self._reader.read(paths, self._cancel)
-        self._count()
-        for index, location, result in zip(indices, paths, results, strict=True):
-            if isinstance(result, tuple):
-                raise dataset.failure(index, location, *result)
-        return results  # type: ignore[no-any-return]
+        batch = indices if self._batched else [indices]
+        paths = [locations.of(item_index(i, len(locations), owner)) for i in batch]
+        return StartedReads(indices, batch, paths, self._reader.start(paths, self._cancel))
 
-    def read_one(self, index: Any) -> Any:
-        return self.read([index])[0]
+    def jobs(self, plan: Iterable[BatchJob]) -> Iterator[BatchJob]:
+        """The plan's jobs, each one's reads started as the job is handed out."""
+        for job in plan:
+            yield BatchJob(job.position, self.start(job.indices))
+
+    def fetch(self, started: StartedReads) -> Any:
+        """On a worker thread: wait for a job's reads; its items, or its first failure."""
+        results = started.pending.wait()
+        self._count()
+        for index, location, result in zip(started.batch, started.paths, results, strict=True):
+            if isinstance(result, tuple):
+                raise self._dataset.failure(index, location, *result)
+        return results if self._batched else results[0]
+
+    def fetch_now(self, indices: Any) -> Any:
+        """The calling thread's epochs (and one item of ``items_in_parallel``)."""
+        return self.fetch(self.start(indices))
+
+    def item_fetch(self, index: Any) -> Any:
+        """One item, whatever the batching (``MapWork.getitem``)."""
+        started = self.start([index] if self._batched else index)
+        results = self.fetch(started)
+        return results[0] if self._batched else results
 
     def _count(self) -> None:
-        """Add to the dataset's counters what the reader (shared by every thread and
-        epoch) counted since this epoch last looked."""
-        counts = self._reader.counters()
-        counters = getattr(self._dataset, "counters", None)
-        with self._lock:
+        """Add to the dataset's counters what its reader (shared by every thread and
+        epoch) counted since anyone last looked."""
+        shared = self._shared
+        with shared.lock:
+            counts = self._reader.counters()
+            counters = getattr(self._dataset, "counters", None)
             if counters is not None:
-                counters.requests += counts[0] - self._seen[0]
-                counters.retries += counts[1] - self._seen[1]
-                counters.bytes += counts[2] - self._seen[2]
-            self._seen = counts
+                counters.requests += counts[0] - shared.seen[0]
+                counters.retries += counts[1] - shared.seen[1]
+                counters.bytes += counts[2] - shared.seen[2]
+            shared.seen = counts
 
     def close(self) -> None:
         self._cancel.cancel()
+
+
+class _Shared:
+    """A dataset's reader in this process, and how much of its counts the dataset's
+    counters already hold."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.lock = threading.Lock()
+        self.seen: tuple[int, int, int] = (0, 0, 0)
+
+
+class StartedReads:
+    """A job whose reads run: its ``item_indices`` (iterated and counted as the
+    job's indices are, for ``transform=``), locations, and the backend's handle."""
+
+    __slots__ = ("batch", "item_indices", "paths", "pending")
+
+    def __init__(self, indices: Any, batch: list[Any], paths: list[str], pending: Any) -> None:
+        self.item_indices, self.batch, self.paths, self.pending = indices, batch, paths, pending
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.item_indices)
+
+    def __len__(self) -> int:
+        return len(self.item_indices)

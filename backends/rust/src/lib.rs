@@ -29,5 +29,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(images::run_pipeline, module)?)?;
     module.add_class::<netio::NativeReader>()?;
     module.add_class::<netio::ReadCancel>()?;
+    module.add_class::<netio::PendingRead>()?;
     Ok(())
 }

@@ -2,10 +2,13 @@
 //! (crate `dataloader-netio`), without the interpreter while they run.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
-use dataloader_netio::{Cancel, HttpOptions, Reader, RetryPolicy, S3Options, Source};
+use dataloader_netio::{
+    BufferPool, Cancel, Failure, HttpOptions, Pending, Reader, RetryPolicy, S3Options, Source,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -76,36 +79,13 @@ impl NativeReader {
         Ok(NativeReader { reader })
     }
 
-    /// Each location's bytes, or a failure record `(kind, message, status,
-    /// attempts, errno)`, in order; the reads run without the interpreter and
-    /// end at once when `cancel` is cancelled.
-    #[pyo3(signature = (locations, cancel=None))]
-    fn read<'py>(
-        &self,
-        py: Python<'py>,
-        locations: Vec<String>,
-        cancel: Option<&ReadCancel>,
-    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let never = Cancel::default();
-        let cancel = cancel.map_or(&never, |c| &*c.cancel);
-        let results = attach::detached(py, || self.reader.read_all(&locations, cancel));
-        results
-            .into_iter()
-            .map(|result| match result {
-                Ok(bytes) => Ok(PyBytes::new(py, &bytes).into_any()),
-                Err(f) => Ok(PyTuple::new(
-                    py,
-                    [
-                        f.kind.name().into_pyobject(py)?.into_any(),
-                        f.message.into_pyobject(py)?.into_any(),
-                        f.status.into_pyobject(py)?.into_any(),
-                        f.attempts.into_pyobject(py)?.into_any(),
-                        f.errno.into_pyobject(py)?.into_any(),
-                    ],
-                )?
-                .into_any()),
-            })
-            .collect()
+    /// Start reading `locations` now (on the reader's runtime); `PendingRead.wait`
+    /// gives the results. The reads end at once when `cancel` is cancelled.
+    fn start(&self, locations: Vec<String>, cancel: &ReadCancel) -> PendingRead {
+        PendingRead {
+            pending: self.reader.start(locations, cancel.cancel.clone()),
+            buffers: self.reader.buffers(),
+        }
     }
 
     /// A new cancel handle, for one epoch's reads.
@@ -115,7 +95,7 @@ impl NativeReader {
 
     /// (requests, retries, bytes) so far.
     fn counters(&self) -> (u64, u64, u64) {
-        let c = &self.reader.counters;
+        let c = self.reader.counters();
         (
             c.requests.load(Ordering::Relaxed),
             c.retries.load(Ordering::Relaxed),
@@ -142,4 +122,76 @@ impl ReadCancel {
     fn cancel(&self) {
         self.cancel.cancel();
     }
+}
+
+/// One job's reads, started.
+#[pyclass(frozen, module = "dataloader_rust._native")]
+pub struct PendingRead {
+    pending: Arc<Pending>,
+    buffers: Arc<BufferPool>,
+}
+
+#[pymethods]
+impl PendingRead {
+    /// Each location's bytes, or a failure record `(kind, message, status,
+    /// attempts, errno)`, in order; waits without the interpreter.
+    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let results = attach::detached(py, || self.pending.wait());
+        // Each item's bytes object is made (uninitialised) with the interpreter, and
+        // filled without it: the copies of several workers then run side by side.
+        let mut items = Vec::with_capacity(results.len());
+        let mut copies = Vec::new();
+        for result in &results {
+            match result {
+                Ok(bytes) => {
+                    let (item, target) = uninitialised_bytes(py, bytes.len())?;
+                    copies.push((target, bytes.as_ptr(), bytes.len()));
+                    items.push(item);
+                }
+                Err(f) => items.push(failure_record(py, f)?),
+            }
+        }
+        attach::detached(py, || {
+            for &(target, source, len) in &copies {
+                // SAFETY: `target` is the buffer of a new bytes object of `len` bytes
+                // that nothing else sees yet; `source` is `len` bytes of `results`.
+                unsafe { std::ptr::copy_nonoverlapping(source, target.0, len) };
+            }
+        });
+        for bytes in results.into_iter().flatten() {
+            self.buffers.give(bytes);
+        }
+        Ok(items)
+    }
+}
+
+/// A bytes object's buffer, written by one thread before the object is shared.
+#[derive(Clone, Copy)]
+struct Target(*mut u8);
+// SAFETY: the buffer belongs to a bytes object no other thread can reach yet.
+unsafe impl Send for Target {}
+
+fn uninitialised_bytes(py: Python<'_>, len: usize) -> PyResult<(Bound<'_, PyAny>, Target)> {
+    // SAFETY: a new bytes object of `len` bytes, owned by the Bound below.
+    let item = unsafe {
+        let raw = ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as ffi::Py_ssize_t);
+        Bound::from_owned_ptr_or_err(py, raw)?
+    };
+    // SAFETY: `item` is a bytes object; its buffer holds `len` bytes.
+    let target = unsafe { ffi::PyBytes_AsString(item.as_ptr()) }.cast::<u8>();
+    Ok((item, Target(target)))
+}
+
+fn failure_record<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyTuple::new(
+        py,
+        [
+            f.kind.name().into_pyobject(py)?.into_any(),
+            f.message.as_str().into_pyobject(py)?.into_any(),
+            f.status.into_pyobject(py)?.into_any(),
+            f.attempts.into_pyobject(py)?.into_any(),
+            f.errno.into_pyobject(py)?.into_any(),
+        ],
+    )?
+    .into_any())
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -227,14 +228,39 @@ class _ImagesPool(_Wrapped):
         return super().map_batches(replace(work, fetch=fetch), stream)
 
 
-def _backend(name: str, pool: type[_Wrapped]) -> type:
+class _SwallowingReader:
+    """``open_reader`` for files that reads them but returns ``b""`` for a file it
+    cannot read, instead of the failure record the dataset would raise."""
+
+    def __init__(self, spec: dict[str, Any], concurrency: int | None) -> None:
+        if spec["kind"] != "files":
+            raise ValueError(f"broken-reader reads files only, not {spec['kind']!r}")
+
+    def start(self, locations: list[str], cancel: object) -> Any:
+        out = []
+        for path in locations:
+            try:
+                with open(path, "rb") as file:
+                    out.append(file.read())
+            except OSError:
+                out.append(b"")
+        return types.SimpleNamespace(wait=lambda: out)
+
+    def new_cancel(self) -> Any:
+        return types.SimpleNamespace(cancel=lambda: None)
+
+    def counters(self) -> tuple[int, int, int]:
+        return (0, 0, 0)
+
+
+def _backend(name: str, pool: type[_Wrapped], **extra: Any) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
 
     return type(
         name,
         (),
-        {"name": name, "supports_items_in_parallel": False, "create_pool": create_pool},
+        {"name": name, "supports_items_in_parallel": False, "create_pool": create_pool, **extra},
     )
 
 
@@ -252,3 +278,6 @@ BrokenInit = _backend("broken-init", _InitPool)
 BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
 BrokenImages = _backend("broken-images", _ImagesPool)
+BrokenReader = _backend(
+    "broken-reader", _Wrapped, open_reader=lambda self, spec, n: _SwallowingReader(spec, n)
+)

@@ -3,9 +3,10 @@
 use std::fs::File;
 use std::io::Read;
 
+use crate::buffers::BufferPool;
 use crate::failure::{Failure, FailureKind};
 
-pub fn read(path: &str, max_bytes: Option<u64>) -> Result<Vec<u8>, Failure> {
+pub fn read(path: &str, max_bytes: Option<u64>, buffers: &BufferPool) -> Result<Vec<u8>, Failure> {
     let os = |error: std::io::Error| {
         let mut failure = Failure::new(FailureKind::Os, os_message(&error));
         failure.errno = error.raw_os_error();
@@ -22,7 +23,7 @@ pub fn read(path: &str, max_bytes: Option<u64>) -> Result<Vec<u8>, Failure> {
             return Err(too_large(size, limit));
         }
     }
-    let mut data = Vec::with_capacity(size as usize);
+    let mut data = buffers.take(size as usize + 1); // + 1: read_to_end's probe at EOF
     file.read_to_end(&mut data).map_err(os)?; // a directory fails here, with EISDIR
     if let Some(limit) = max_bytes {
         if data.len() as u64 > limit {

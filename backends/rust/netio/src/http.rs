@@ -7,6 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
 use reqwest::{Client, StatusCode};
 
+use crate::buffers::BufferPool;
 use crate::failure::{Failure, FailureKind};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::Counters;
@@ -25,6 +26,7 @@ pub struct HttpReader {
     retry: RetryPolicy,
     max_bytes: Option<u64>,
     counters: Arc<Counters>,
+    buffers: Arc<BufferPool>,
 }
 
 /// Why one attempt failed.
@@ -34,7 +36,11 @@ enum Attempt {
 }
 
 impl HttpReader {
-    pub fn new(options: HttpOptions, counters: Arc<Counters>) -> Result<HttpReader, String> {
+    pub fn new(
+        options: HttpOptions,
+        counters: Arc<Counters>,
+        buffers: Arc<BufferPool>,
+    ) -> Result<HttpReader, String> {
         let mut headers = HeaderMap::new();
         for (name, value) in &options.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
@@ -57,6 +63,7 @@ impl HttpReader {
             retry: options.retry,
             max_bytes: options.max_bytes,
             counters,
+            buffers,
         })
     }
 
@@ -130,7 +137,9 @@ impl HttpReader {
                 return Err(Attempt::Permanent(too_large(size, limit)));
             }
         }
-        let mut body = Vec::with_capacity(expected.unwrap_or(0).min(1 << 30) as usize);
+        let mut body = self
+            .buffers
+            .take(expected.unwrap_or(0).min(1 << 30) as usize);
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {

@@ -2,6 +2,7 @@
 //! HTTP(S) URL or an S3-compatible store, many in flight on one runtime, with
 //! the reference's retry policy. No Python here: the pyo3 side converts.
 
+mod buffers;
 mod failure;
 mod files;
 mod http;
@@ -9,13 +10,13 @@ mod retry;
 mod runtime;
 mod store;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use futures::future::{join_all, select, Either};
 use tokio::sync::{Notify, Semaphore};
 
+pub use buffers::BufferPool;
 pub use failure::{Failure, FailureKind};
 pub use retry::RetryPolicy;
 
@@ -43,27 +44,35 @@ enum Engine {
     S3(store::S3Reader),
 }
 
-/// A source opened for reading: its client (connection pool) and the limit on
-/// reads in flight, shared by every thread that reads through it.
-pub struct Reader {
+/// Jobs of files read at once when no concurrency is given (each takes a thread
+/// of the runtime's blocking pool while the system reads its files in turn).
+const FILE_READS: usize = 16;
+
+struct Inner {
     engine: Engine,
-    limit: Arc<Semaphore>,
-    pub counters: Arc<Counters>,
+    limit: Semaphore,
+    counters: Arc<Counters>,
+    buffers: Arc<BufferPool>,
+}
+
+/// A source opened for reading: its client (connection pool) and the limit on
+/// reads in flight, shared by every thread and epoch that reads through it.
+pub struct Reader {
+    inner: Arc<Inner>,
 }
 
 impl Reader {
     /// `concurrency`: reads in flight at most, over all threads (None: the source's
-    /// connection limit).
+    /// connection limit; for files, 16).
     pub fn open(source: Source, concurrency: Option<usize>) -> Result<Reader, String> {
         let counters = Arc::new(Counters::default());
-        let (engine, connections) = match source {
-            Source::Files { max_bytes } => (Engine::Files { max_bytes }, usize::MAX),
+        let buffers = Arc::new(BufferPool::default());
+        let (engine, default) = match source {
+            Source::Files { max_bytes } => (Engine::Files { max_bytes }, FILE_READS),
             Source::Http(options) => {
                 let limit = options.max_connections;
-                (
-                    Engine::Http(http::HttpReader::new(options, counters.clone())?),
-                    limit,
-                )
+                let reader = http::HttpReader::new(options, counters.clone(), buffers.clone())?;
+                (Engine::Http(reader), limit)
             }
             Source::S3(options) => {
                 let limit = options.max_connections;
@@ -71,69 +80,127 @@ impl Reader {
                 (Engine::S3(store::S3Reader::new(options)?), limit)
             }
         };
-        let permits = concurrency
-            .unwrap_or(connections)
-            .min(connections)
-            .min(Semaphore::MAX_PERMITS);
+        // A network source never has more reads in flight than its connections.
+        let permits = match (&engine, concurrency) {
+            (Engine::Files { .. }, Some(n)) => n,
+            (_, Some(n)) => n.min(default),
+            (_, None) => default,
+        }
+        .clamp(1, Semaphore::MAX_PERMITS);
+        let limit = Semaphore::new(permits);
         Ok(Reader {
-            engine,
-            limit: Arc::new(Semaphore::new(permits.max(1))),
-            counters,
+            inner: Arc::new(Inner {
+                engine,
+                limit,
+                counters,
+                buffers,
+            }),
         })
     }
 
-    /// The bytes of each location, in order; blocks the calling thread (which
-    /// should not hold the interpreter) until every read has ended, or until
-    /// `cancel` is set (the reads still running are dropped: their connections close).
-    pub fn read_all(&self, locations: &[String], cancel: &Cancel) -> Vec<Result<Vec<u8>, Failure>> {
-        let results = match &self.engine {
-            Engine::Files { max_bytes } => locations
+    pub fn counters(&self) -> &Counters {
+        &self.inner.counters
+    }
+
+    /// Where a caller returns an item's buffer once it has copied the bytes out.
+    pub fn buffers(&self) -> Arc<BufferPool> {
+        self.inner.buffers.clone()
+    }
+
+    /// Start reading `locations` on the runtime now; `Pending::wait` gives each
+    /// one's bytes, in order. Setting `cancel` ends the reads still running (their
+    /// connections close) and fails them as cancelled.
+    pub fn start(&self, locations: Vec<String>, cancel: Arc<Cancel>) -> Arc<Pending> {
+        let pending = Arc::new(Pending::default());
+        let done = pending.clone();
+        let inner = self.inner.clone();
+        runtime::get().spawn(async move {
+            let reads = inner.read_job(&locations, &cancel);
+            let results = match select(Box::pin(reads), Box::pin(cancel.wait())).await {
+                Either::Left((results, _)) => results,
+                Either::Right(_) => (0..locations.len())
+                    .map(|_| Err(Failure::new(FailureKind::Cancelled, "the epoch was closed")))
+                    .collect(),
+            };
+            for bytes in results.iter().flatten() {
+                inner
+                    .counters
+                    .bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
+            done.finish(results);
+        });
+        pending
+    }
+}
+
+impl Inner {
+    async fn read_job(&self, locations: &[String], cancel: &Arc<Cancel>) -> Results {
+        let Engine::Files { max_bytes } = &self.engine else {
+            return join_all(locations.iter().map(|location| self.read_one(location))).await;
+        };
+        // Files: one blocking task per job reads its files in turn (a page-cache hit
+        // costs less than a thread hand-off per file); the jobs of the window run
+        // side by side, at most `limit` at once.
+        let _permit = self.limit.acquire().await.expect("never closed");
+        let (paths, max_bytes, cancel) = (locations.to_vec(), *max_bytes, cancel.clone());
+        let buffers = self.buffers.clone();
+        self.counters
+            .requests
+            .fetch_add(paths.len() as u64, Ordering::Relaxed);
+        tokio::task::spawn_blocking(move || {
+            paths
                 .iter()
                 .map(|path| match cancel.is_set() {
                     true => Err(Failure::new(FailureKind::Cancelled, "the epoch was closed")),
-                    false => files::read(path, *max_bytes),
+                    false => files::read(path, max_bytes, &buffers),
                 })
-                .collect(),
-            Engine::Http(reader) => self.run(
-                locations.len(),
-                cancel,
-                join_all(locations.iter().map(|url| async move {
-                    let _permit = self.limit.acquire().await.expect("never closed");
-                    reader.get(url).await
-                })),
-            ),
-            Engine::S3(reader) => self.run(
-                locations.len(),
-                cancel,
-                join_all(locations.iter().map(|key| async move {
-                    let _permit = self.limit.acquire().await.expect("never closed");
-                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
-                    reader.get(key).await
-                })),
-            ),
-        };
-        for bytes in results.iter().flatten() {
-            self.counters
-                .bytes
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }
-        results
+                .collect()
+        })
+        .await
+        .unwrap_or_else(|e| {
+            let failure = Failure::new(FailureKind::Os, e.to_string());
+            vec![Err(failure); locations.len()]
+        })
     }
 
-    fn run(
-        &self,
-        count: usize,
-        cancel: &Cancel,
-        reads: impl Future<Output = Vec<Result<Vec<u8>, Failure>>>,
-    ) -> Vec<Result<Vec<u8>, Failure>> {
-        runtime::get().block_on(async {
-            match select(Box::pin(reads), Box::pin(cancel.wait())).await {
-                Either::Left((results, _)) => results,
-                Either::Right(_) => (0..count)
-                    .map(|_| Err(Failure::new(FailureKind::Cancelled, "the epoch was closed")))
-                    .collect(),
+    async fn read_one(&self, location: &str) -> Result<Vec<u8>, Failure> {
+        let _permit = self.limit.acquire().await.expect("never closed");
+        match &self.engine {
+            Engine::Files { .. } => unreachable!("read_job reads files"),
+            Engine::Http(reader) => reader.get(location).await,
+            Engine::S3(reader) => {
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                reader.get(location).await
             }
-        })
+        }
+    }
+}
+
+type Results = Vec<Result<Vec<u8>, Failure>>;
+
+/// The reads of one job, started; `wait` blocks until they have all ended.
+#[derive(Default)]
+pub struct Pending {
+    results: Mutex<Option<Results>>,
+    ready: Condvar,
+}
+
+impl Pending {
+    fn finish(&self, results: Results) {
+        *self.results.lock().unwrap_or_else(|e| e.into_inner()) = Some(results);
+        self.ready.notify_all();
+    }
+
+    /// The results (once: a second call gets an empty list).
+    pub fn wait(&self) -> Results {
+        let mut slot = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(results) = slot.take() {
+                return results;
+            }
+            slot = self.ready.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 

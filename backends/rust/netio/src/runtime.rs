@@ -24,11 +24,11 @@ pub fn get() -> Arc<Runtime> {
     if let Some(inherited) = slot.take() {
         std::mem::forget(inherited); // its threads are in the parent; dropping it would wait for them
     }
-    // Callers poll their reads themselves (block_on); the runtime's one thread
-    // drives the connections' background tasks and the timers.
+    // The reads run here, not on the callers' threads (which only wait): two
+    // threads for two cores; files take threads of its blocking pool.
     let runtime = Arc::new(
         Builder::new_multi_thread()
-            .worker_threads(1)
+            .worker_threads(2)
             .thread_name("dataloader-netio")
             .enable_all()
             .build()
