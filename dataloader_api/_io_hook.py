@@ -25,10 +25,8 @@ def native_epoch(options: LoaderOptions) -> Any:
     open_reader = getattr(options.backend, "open_reader", None)
     if native is None or options.is_iterable:
         return None
-    if open_reader is None or os.environ.get(NATIVE_IO_VARIABLE, "1") == "0":
-        _warn_if_uncapped(options)
-        return None
-    if not dataset.reads_natively():
+    off = os.environ.get(NATIVE_IO_VARIABLE, "1") == "0"
+    if open_reader is None or off or not dataset.reads_natively():
         _warn_if_uncapped(options)
         return None
     return native(open_reader, options.max_concurrency, options.auto_collation)

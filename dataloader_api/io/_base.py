@@ -56,16 +56,20 @@ class AsyncReadDataset(NativeReads, Dataset[bytes]):
 
     def __init__(
         self,
-        locations: Locations,
         *,
         timeout: float,
-        retry: RetryPolicy,
+        max_retries: int | None,
+        retry: RetryPolicy | None,
         max_bytes: int | None,
         max_connections: int,
     ) -> None:
-        self.locations = locations
+        """Checks the options every network dataset takes; the subclass then sets
+        ``locations`` (none until it does)."""
+        owner = type(self).__name__
+        policy = check_options(owner, timeout, max_retries, retry, max_bytes, max_connections)
+        self.locations = Locations([], owner=owner)
         self.timeout = float(timeout)
-        self.retry = retry
+        self.retry = policy
         self.max_bytes = max_bytes
         self.max_connections = max_connections
         #: requests, retries, connections opened and bytes read so far

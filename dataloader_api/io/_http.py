@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._base import AsyncReadDataset, check_options
+from ._base import AsyncReadDataset
 from ._http_client import redact
 from ._locations import Locations
 from ._retry import RetryPolicy
@@ -41,16 +41,16 @@ class HttpDataset(AsyncReadDataset):
         max_bytes: int | None = None,
         max_connections: int = 64,
     ) -> None:
-        policy = check_options(
-            "HttpDataset", timeout, max_retries, retry, max_bytes, max_connections
-        )
-        self.headers = _check_headers(headers)
         super().__init__(
-            Locations(urls, columns=columns, length=length, quote=True, owner="HttpDataset"),
             timeout=timeout,
-            retry=policy,
+            max_retries=max_retries,
+            retry=retry,
             max_bytes=max_bytes,
             max_connections=max_connections,
+        )
+        self.headers = _check_headers(headers)
+        self.locations = Locations(
+            urls, columns=columns, length=length, quote=True, owner="HttpDataset"
         )
 
     async def read(self, index: Any, location: str) -> bytes:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ._base import AsyncReadDataset, check_options, run_sync
+from ._base import AsyncReadDataset, run_sync
 from ._locations import Locations
 from ._retry import RetryPolicy
 from ._sigv4 import Credentials, sign_get
@@ -52,8 +52,12 @@ class ObjectStoreDataset(AsyncReadDataset):
         max_bytes: int | None = None,
         max_connections: int = 64,
     ) -> None:
-        policy = check_options(
-            "ObjectStoreDataset", timeout, max_retries, retry, max_bytes, max_connections
+        super().__init__(
+            timeout=timeout,
+            max_retries=max_retries,
+            retry=retry,
+            max_bytes=max_bytes,
+            max_connections=max_connections,
         )
         self.bucket, self.prefix = _parse_url(url)
         self.region = (
@@ -69,13 +73,6 @@ class ObjectStoreDataset(AsyncReadDataset):
         )
         self.endpoint = _check_endpoint(endpoint) if endpoint else None
         self.credentials = None if anonymous else _credentials()
-        super().__init__(
-            Locations([], owner="ObjectStoreDataset"),
-            timeout=timeout,
-            retry=policy,
-            max_bytes=max_bytes,
-            max_connections=max_connections,
-        )
         if keys is None:
             if columns is not None or length is not None:
                 raise TypeError(

@@ -49,6 +49,14 @@ impl Failure {
         }
     }
 
+    /// An item of `size` bytes, past `max_bytes`.
+    pub fn too_large(size: u64, limit: u64) -> Failure {
+        Failure::new(
+            FailureKind::TooLarge,
+            format!("{size} bytes, more than max_bytes={limit}"),
+        )
+    }
+
     pub fn with_status(mut self, status: Option<u16>) -> Failure {
         self.status = status;
         self
@@ -58,4 +66,20 @@ impl Failure {
         self.attempts = attempts;
         self
     }
+}
+
+/// The error and its causes (reqwest's and object_store's own text is only the
+/// outermost one); a cause already quoted by the text before it is left out.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -20,24 +20,17 @@ pub fn read(path: &str, max_bytes: Option<u64>, buffers: &BufferPool) -> Result<
     let size = metadata.len();
     if let Some(limit) = max_bytes {
         if size > limit {
-            return Err(too_large(size, limit));
+            return Err(Failure::too_large(size, limit));
         }
     }
     let mut data = buffers.take(size as usize + 1); // + 1: read_to_end's probe at EOF
     file.read_to_end(&mut data).map_err(os)?; // a directory fails here, with EISDIR
     if let Some(limit) = max_bytes {
         if data.len() as u64 > limit {
-            return Err(too_large(data.len() as u64, limit));
+            return Err(Failure::too_large(data.len() as u64, limit));
         }
     }
     Ok(data)
-}
-
-fn too_large(size: u64, limit: u64) -> Failure {
-    Failure::new(
-        FailureKind::TooLarge,
-        format!("{size} bytes, more than max_bytes={limit}"),
-    )
 }
 
 /// The system's text for the error, without Rust's " (os error N)" suffix.

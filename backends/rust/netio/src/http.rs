@@ -8,7 +8,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, RETRY_
 use reqwest::{Client, StatusCode};
 
 use crate::buffers::BufferPool;
-use crate::failure::{Failure, FailureKind};
+use crate::failure::{error_chain, Failure, FailureKind};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::Counters;
 
@@ -134,7 +134,7 @@ impl HttpReader {
             .and_then(|v| v.parse::<u64>().ok());
         if let (Some(size), Some(limit)) = (expected, self.max_bytes) {
             if size > limit {
-                return Err(Attempt::Permanent(too_large(size, limit)));
+                return Err(Attempt::Permanent(Failure::too_large(size, limit)));
             }
         }
         let mut body = self
@@ -146,7 +146,10 @@ impl HttpReader {
                     body.extend_from_slice(&chunk);
                     if let Some(limit) = self.max_bytes {
                         if body.len() as u64 > limit {
-                            return Err(Attempt::Permanent(too_large(body.len() as u64, limit)));
+                            return Err(Attempt::Permanent(Failure::too_large(
+                                body.len() as u64,
+                                limit,
+                            )));
                         }
                     }
                 }
@@ -168,25 +171,6 @@ fn status_text(status: StatusCode) -> String {
         Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
         None => format!("HTTP {}", status.as_u16()),
     }
-}
-
-fn too_large(size: u64, limit: u64) -> Failure {
-    Failure::new(
-        FailureKind::TooLarge,
-        format!("{size} bytes, more than max_bytes={limit}"),
-    )
-}
-
-/// The error and its causes (reqwest's own text is only the outermost one).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn trim(seconds: f64) -> String {

@@ -8,7 +8,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
-use crate::failure::{Failure, FailureKind};
+use crate::failure::{error_chain, Failure, FailureKind};
 use crate::retry::RetryPolicy;
 
 pub struct S3Options {
@@ -86,10 +86,7 @@ impl S3Reader {
         let result = self.store.get(&path).await.map_err(store_failure)?;
         if let Some(limit) = self.max_bytes {
             if result.meta.size > limit {
-                return Err(Failure::new(
-                    FailureKind::TooLarge,
-                    format!("{} bytes, more than max_bytes={limit}", result.meta.size),
-                ));
+                return Err(Failure::too_large(result.meta.size, limit));
             }
         }
         let bytes = result.bytes().await.map_err(store_failure)?;
@@ -104,7 +101,7 @@ fn store_failure(error: object_store::Error) -> Failure {
         object_store::Error::Unauthenticated { .. } => Some(401),
         _ => None,
     };
-    let detail = chain(&error);
+    let detail = error_chain(&error);
     // "... after N retries ..." when object_store's retries ran out.
     let retries = detail
         .split(" after ")
@@ -140,18 +137,4 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let from = text.find(start)? + start.len();
     let to = text[from..].find(end)? + from;
     Some(&text[from..to])
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
 }
