@@ -13,6 +13,7 @@ starts with ``_`` is internal.
 
 from __future__ import annotations
 
+from ._batch_sampler import BatchSampler
 from ._collate import default_collate, default_convert, torch_collate
 from ._datasets import Dataset, IterableDataset, SyntheticImages
 from ._distributed_sampler import DistributedSampler
@@ -20,7 +21,6 @@ from ._errors import DataLoaderTimeoutError
 from ._loader import DataLoader, LoaderIterator
 from ._registry import backends, resolve_backend
 from ._samplers import (
-    BatchSampler,
     RandomSampler,
     Sampler,
     SequentialSampler,

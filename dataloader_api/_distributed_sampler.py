@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sized
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _torch_random as torch_random
-from ._samplers import Sampler
-from ._seeding import is_int
+from ._index_shuffle import IndexChunks, IndexShuffle, position_chunks, python_ints
+from ._lazy import LazyModule
+from ._samplers import Sampler, chunked_iter
+from ._seeding import derive_seed, is_int
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported when first used (_lazy)
+    np = LazyModule("numpy", globals(), "np")
 
 __all__ = ["DistributedSampler"]
 
@@ -55,6 +62,10 @@ class DistributedSampler(Sampler[int]):
         seed: The same on every rank.
         drop_last: Drop the tail that does not divide evenly instead of padding
             it with indices from the start.
+        index_shuffle: Shuffle with a seeded bijection of ``range(n)`` computed
+            a chunk at a time (see ``RandomSampler``) instead of torch's
+            ``randperm``: memory that does not grow with the dataset, for any
+            size, but not torch's order. Sharding and padding stay torch's.
     """
 
     def __init__(
@@ -65,8 +76,10 @@ class DistributedSampler(Sampler[int]):
         shuffle: bool = True,
         seed: int = 0,
         drop_last: bool = False,
+        *,
+        index_shuffle: bool = False,
     ) -> None:
-        self._set_options(dataset, shuffle, seed, drop_last)
+        self._set_options(dataset, shuffle, seed, drop_last, index_shuffle)
         self._ranks: tuple[int, int] | None = _checked_ranks(
             *_distributed_defaults(num_replicas, rank)
         )
@@ -76,16 +89,23 @@ class DistributedSampler(Sampler[int]):
         """A sampler whose rank and world size are looked up when first needed (an
         epoch or ``len``), so that it may be built before the process group exists."""
         sampler = cls.__new__(cls)
-        sampler._set_options(dataset, shuffle, seed, False)
+        sampler._set_options(dataset, shuffle, seed, False, False)
         sampler._ranks = None
         # Each iter() then reshuffles on its own (a framework may never call
         # set_epoch); set_epoch(e) still sets the next epoch, alike on every rank.
         sampler._counts_epochs = True
         return sampler
 
-    def _set_options(self, dataset: Sized, shuffle: bool, seed: int, drop_last: bool) -> None:
+    def _set_options(
+        self, dataset: Sized, shuffle: bool, seed: int, drop_last: bool, index_shuffle: bool
+    ) -> None:
         if not is_int(seed):
             raise TypeError(f"seed should be an int, but got seed={seed!r}")
+        if not isinstance(index_shuffle, bool):
+            raise TypeError(
+                f"index_shuffle should be a boolean value, but got index_shuffle={index_shuffle!r}"
+            )
+        self.index_shuffle = index_shuffle
         self.dataset = dataset
         self.epoch = 0
         self._counts_epochs = False
@@ -118,11 +138,31 @@ class DistributedSampler(Sampler[int]):
         return self.num_samples * self.num_replicas
 
     def __iter__(self) -> Iterator[int]:
+        return python_ints(self._index_chunks(0))
+
+    def _index_chunks(self, start: int, multiple_of: int = 1) -> IndexChunks:
+        """This rank's indices of the next epoch from position ``start`` on, as
+        int64 arrays; BatchSampler slices them into batches."""
         n = len(self.dataset)
         epoch = self.epoch
         if self._counts_epochs:
             self.epoch += 1
-        indices = torch_random.randperm(n, self.seed + epoch) if self.shuffle else list(range(n))
+        if self.shuffle and not self.index_shuffle:
+            order = self._torch_order(n, epoch)[start:]
+            return iter([np.asarray(order, dtype=np.int64)])
+        num_replicas, rank = self._resolved()
+        shuffle = IndexShuffle(n, derive_seed(self.seed, epoch)) if self.shuffle else None
+        # Global position p holds index p mod n: torch pads from the start.
+        return (
+            shuffle(step) if shuffle is not None else step
+            for step in (
+                (rank + num_replicas * positions) % max(n, 1)
+                for positions in position_chunks(start, self.num_samples, multiple_of)
+            )
+        )
+
+    def _torch_order(self, n: int, epoch: int) -> list[int]:
+        indices = torch_random.randperm(n, self.seed + epoch)
         total = self.total_size
         num_replicas, rank = self._resolved()
         if not self.drop_last:
@@ -133,7 +173,7 @@ class DistributedSampler(Sampler[int]):
                 indices += (indices * math.ceil(padding / len(indices)))[:padding]
         else:
             indices = indices[:total]
-        return iter(indices[rank:total:num_replicas])
+        return indices[rank:total:num_replicas]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -147,3 +187,6 @@ class DistributedSampler(Sampler[int]):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch = int(state["epoch"])
+
+
+chunked_iter(DistributedSampler)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from ._batch_sampler import skip_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._io_hook import native_epoch
@@ -271,7 +271,7 @@ def _calling_thread_batches(
         fetch = transformed_fetch(fetch, transform, options.auto_collation)
     if recorder is not None:
         fetch = recorder.timed_fetch(fetch, options.auto_collation)
-    return CallingThreadBatches(islice(options.index_source, point.skip, None), fetch, collate)
+    return CallingThreadBatches(skip_batches(options.index_source, point.skip), fetch, collate)
 
 
 def _start_stream(

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import _collate
 from ._async_detect import async_getitem
+from ._batch_sampler import BatchSampler
 from ._distributed import rank_and_world_size
 from ._distributed_sampler import DistributedSampler
 from ._option_checks import (
@@ -25,7 +26,7 @@ from ._option_checks import (
     check_positive_int,
 )
 from ._registry import resolve_backend
-from ._samplers import BatchSampler, RandomSampler, SequentialSampler
+from ._samplers import RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
 from ._stats import EpochStats
 from ._torch_random import is_torch_generator

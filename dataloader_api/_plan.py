@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from ._batch_sampler import skip_batches
 from ._transform_hook import transformed_stream
 from ._worker_info import WorkerInfo, acting_as
 from .contract import BatchJob
@@ -52,7 +53,7 @@ class EpochPlan:
     def __iter__(self) -> Iterator[BatchJob]:
         """Jobs numbered from 0 after the ``skip`` batches a resumed epoch had delivered."""
         batched = self._batched
-        for position, indices in enumerate(islice(self._source, self._skip, None)):
+        for position, indices in enumerate(skip_batches(self._source, self._skip)):
             if batched and type(indices) is not list:
                 indices = list(indices)
             job = BatchJob(position, indices)

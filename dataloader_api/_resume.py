@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._batch_sampler import BatchSampler, load_sampler_state, sampler_state
 from ._options import LoaderOptions
 from ._plan import is_stateful
-from ._samplers import BatchSampler, load_sampler_state, sampler_state
 from ._state import LoaderState
 
 __all__ = ["ResumePoint", "capture_epoch_start", "load_state", "resume_point", "take_state"]

@@ -12,6 +12,7 @@ from dataloader_api import (
     DataLoader,
     DistributedSampler,
     IterableDataset,
+    RandomSampler,
     WeightedRandomSampler,
 )
 from dataloader_api.testing import ResumableShards
@@ -51,6 +52,18 @@ MAKERS = {
         batch_size=4,
         num_workers=2,
         sampler=DistributedSampler(range(50), 2, 1, seed=3),
+    ),
+    "index shuffle": lambda: DataLoader(
+        list(range(50)),
+        batch_size=4,
+        num_workers=2,
+        sampler=RandomSampler(range(50), num_samples=70, seed=6, index_shuffle=True),
+    ),
+    "distributed index shuffle": lambda: DataLoader(
+        list(range(50)),
+        batch_size=3,
+        num_workers=2,
+        sampler=DistributedSampler(range(50), 3, 2, seed=3, index_shuffle=True),
     ),
     "unbatched": lambda: DataLoader(list(range(20)), batch_size=None, shuffle=True, seed=1),
     "drop_last": lambda: DataLoader(
