@@ -37,8 +37,15 @@ def ratio(rates: list[float], against: list[float] | None) -> str:
 
 def lines(table: Table) -> list[str]:
     """The table's Markdown lines, its title first (as "\\n### title\\n")."""
-    layout = {"rates": _rates, "startup": _startup, "memory": _memory, "attach": _attach}
-    note = [] if table.kind == "memory" else ["", RATIO_NOTE]
+    layout = {
+        "rates": _rates,
+        "startup": _startup,
+        "memory": _memory,
+        "attach": _attach,
+        "scaling": _scaling,
+        "instructions": _instructions,
+    }
+    note = [] if table.kind in ("memory", "scaling", "instructions") else ["", RATIO_NOTE]
     return [f"\n### {table.title}\n", *layout[table.kind](table), *note]
 
 
@@ -122,5 +129,46 @@ def _attach(table: Table) -> list[str]:
         name = once["backend"]
         out.append(
             f"| {name}: per-task attach costs {costs[name]:.1f} µs more per batch | | | | | | |"
+        )
+    return out
+
+
+def _scaling(table: Table) -> list[str]:
+    """One row per size, batch and worker count: medians, with min and max."""
+    out = [
+        "| items | shuffle | batch | workers | first batch, ms (min-max) "
+        "| per later batch, µs (min-max) | MiB added |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in table.rows:
+        first, per_batch = row["first_ms"], row["per_batch_us"]
+        out.append(
+            f"| {row['items']:,} | {row['shuffle']} | {row['batch']} | {row['workers']} "
+            f"| {statistics.median(first):.2f} ({min(first):.2f}-{max(first):.2f}) "
+            f"| {statistics.median(per_batch):.1f} ({min(per_batch):.1f}-{max(per_batch):.1f}) "
+            f"| {row['added_mib']:+.0f} |"
+        )
+    return out
+
+
+def _instructions(table: Table) -> list[str]:
+    """Instructions per batch and per item; against dataloader-rs at the same workers."""
+    out = [
+        "| loader | instructions per batch | per item | dataloader-rs ÷ this |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in table.rows:
+        theirs = next(
+            (
+                r["per_batch"]
+                for r in table.rows
+                if r["peer"] == "dataloader-rs" and r["workers"] == row["workers"]
+            ),
+            None,
+        )
+        versus = "" if theirs is None or row["peer"] else f"{theirs / row['per_batch']:.2f}x"
+        out.append(
+            f"| {row['label']} | {row['per_batch']:,.0f} | {row['per_batch'] / 32:,.0f} "
+            f"| {versus} |"
         )
     return out

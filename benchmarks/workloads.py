@@ -1,4 +1,4 @@
-"""The ten workloads: what each table measures, over which loaders and
+"""The twelve workloads: what each table measures, over which loaders and
 datasets (synthetic.py), at which sizes. Each workload has a number (``--only``)
 and a stable id, and returns its tables as data (measure.Table), measured but
 not rendered.
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import peers
 from import_time import import_times
+from instructions import instructions
 from measure import (
     Entry,
     Table,
@@ -29,6 +30,7 @@ from measure import (
     tree_pss_mib,
 )
 from remote import remote
+from scaling import scaling
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial
 
 
@@ -333,4 +335,10 @@ WORKLOADS = [
     Workload("8", "import", lambda s: import_times(s.runs)),
     Workload("9", "images", images),
     Workload("10", "remote", remote),
+    Workload("11", "scaling", lambda s: scaling(s.names, s.runs, s.quick)),
+    Workload(
+        "12",
+        "instructions",
+        lambda s: instructions(s.names, s.quick, peers.installed("dataloader-rs")),
+    ),
 ]
