@@ -5,7 +5,13 @@ from __future__ import annotations
 import threading
 
 from dataloader_api import IterableDataset, get_worker_info
-from dataloader_api.testing import ItemError, Recorder, os_thread_count, wait_until
+from dataloader_api.testing import (
+    ItemError,
+    Recorder,
+    os_thread_count,
+    python_thread_count,
+    wait_until,
+)
 
 __all__ = [
     "ItemError",
@@ -13,6 +19,7 @@ __all__ = [
     "Sharded",
     "batches_as_lists",
     "os_thread_count",
+    "python_thread_count",
     "wait_until",
 ]
 

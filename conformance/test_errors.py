@@ -15,6 +15,7 @@ from support import (
     Sharded,
     batches_as_lists,
     os_thread_count,
+    python_thread_count,
     wait_until,
 )
 
@@ -155,7 +156,7 @@ def test_timeout_on_a_blocked_item_raises_promptly(backend, timeout, position, n
 
 
 def test_an_abandoned_epoch_that_failed_leaves_no_thread_running(backend):
-    py_before, os_before = threading.active_count(), os_thread_count()
+    py_before, os_before = python_thread_count(), os_thread_count()
     loader = DataLoader(Recorder(30, failing={7}), batch_size=3, num_workers=3, backend=backend)
     caught = False
     try:
@@ -164,5 +165,5 @@ def test_an_abandoned_epoch_that_failed_leaves_no_thread_running(backend):
     except ItemError:
         caught = True  # as user code does: the exception is dropped here
     assert caught
-    assert wait_until(lambda: threading.active_count() <= py_before)
+    assert wait_until(lambda: python_thread_count() <= py_before)
     assert wait_until(lambda: os_thread_count() <= os_before)

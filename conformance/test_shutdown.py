@@ -17,7 +17,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from support import Recorder, os_thread_count, wait_until
+from support import Recorder, os_thread_count, python_thread_count, wait_until
 
 from dataloader_api import DataLoader, DataLoaderTimeoutError
 from dataloader_api.testing import sigint_raises_keyboard_interrupt
@@ -31,7 +31,7 @@ class Shutdown(RuleBasedStateMachine):
     def __init__(self, backend: str) -> None:
         super().__init__()
         self.backend = backend
-        self.py_threads = threading.active_count()
+        self.py_threads = python_thread_count()
         self.os_threads = os_thread_count()
         self.datasets: list[Recorder] = []
         self.loaders: list[DataLoader] = []
@@ -102,7 +102,7 @@ class Shutdown(RuleBasedStateMachine):
         self.loaders.clear()
         gc.collect()
         counts = [len(d.calls) for d in self.datasets]
-        assert wait_until(lambda: threading.active_count() <= self.py_threads, 5), (
+        assert wait_until(lambda: python_thread_count() <= self.py_threads, 5), (
             threading.enumerate()
         )
         assert wait_until(lambda: os_thread_count() <= self.os_threads, 5)
@@ -126,7 +126,7 @@ def test_one_collection_frees_iterators_dropped_in_cycles(backend):
     """A schedule Hypothesis once found: the backend's epoch objects formed a cycle
     of their own, so one gc.collect() freed the user's iterator but not the loader
     behind it, and a persistent pool kept running."""
-    py_threads = threading.active_count()
+    py_threads = python_thread_count()
     loaders = [
         DataLoader(
             Recorder(400, slow={i: 0.001 for i in range(400)}),
@@ -146,7 +146,7 @@ def test_one_collection_frees_iterators_dropped_in_cycles(backend):
     iterators.clear()
     loaders.clear()
     gc.collect()
-    assert wait_until(lambda: threading.active_count() <= py_threads, 5), threading.enumerate()
+    assert wait_until(lambda: python_thread_count() <= py_threads, 5), threading.enumerate()
 
 
 @pytest.mark.parametrize("how", ["close", "break", "del", "gc"])

@@ -18,6 +18,7 @@ from ._collate import default_collate, default_convert, torch_collate
 from ._datasets import Dataset, IterableDataset, SyntheticImages
 from ._distributed_sampler import DistributedSampler
 from ._errors import DataLoaderTimeoutError
+from ._idle_pools import release_idle_workers
 from ._loader import DataLoader, LoaderIterator
 from ._registry import backends, resolve_backend
 from ._samplers import (
@@ -52,6 +53,7 @@ __all__ = [
     "default_collate",
     "default_convert",
     "get_worker_info",
+    "release_idle_workers",
     "resolve_backend",
     "torch_collate",
 ]

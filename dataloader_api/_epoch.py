@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
+from . import _idle_pools as idle_pools
 from ._batch_sampler import skip_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
@@ -101,6 +102,8 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         iterator = iterator_class(
             stream, owner_pool, pin, length, point.skip, side, recorder, summary, loader=owner
         )
+        if owned and workers.shared:
+            iterator.hand_back = _hand_back(options, state)
     if isinstance(iterator, LengthCheckedIterator):
         assert state.iterable_len_called is not None
         iterator.reported = state.iterable_len_called
@@ -157,6 +160,19 @@ def _workers_for_epoch(
             "DataLoader in the process that iterates it, or use persistent_workers=False"
         )
     return state.persistent, False
+
+
+def _hand_back(options: LoaderOptions, state: LoaderState) -> Callable[[WorkerPool], bool]:
+    """What an epoch that ran to its end does with its pool: keeps it idle for a
+    later loader (no longer this loader's to join), or says to close it."""
+
+    def hand_back(pool: WorkerPool) -> bool:
+        if not idle_pools.hand_back(options, pool):
+            return False
+        state.pools = [p for p in state.pools if p is not pool]
+        return True
+
+    return hand_back
 
 
 def _remember(state: LoaderState, pool: WorkerPool) -> None:
@@ -344,6 +360,8 @@ def _start_stream(
     if recorder is not None:
         jobs = recorder.jobs(jobs)
         fetch = recorder.timed_fetch(fetch, options.auto_collation)
+    if workers.taken:
+        fetch = idle_pools.as_workers(fetch, workers.infos)
     work = MapWork(jobs, fetch, collate, options.collate_is_default, getitem, recorder, images)
     return workers.pool.map_batches(
         work, StreamSpec(options.window, options.in_order, timeout, on_timeout)

@@ -66,6 +66,11 @@ class LoaderIterator:
         # as torch's iterator does: a persistent pool closes with its loader.
         self._loader = loader
         self._owned_pool = owned_pool
+        #: set by the epoch when its pool may go idle for a later loader once the
+        #: epoch has run to its end: True if it took the pool (see _idle_pools)
+        self.hand_back: Callable[[WorkerPool], bool] | None = None
+        # What the finalizer closes: emptied when the pool is handed back.
+        self._pools = [] if owned_pool is None else [owned_pool]
         self._batches = batches
         self._recorder = recorder
         self._summary = summary
@@ -81,7 +86,8 @@ class LoaderIterator:
         # A forked child inherits the epoch but not its worker threads, if it has any.
         self._pid = process_id() if on_threads else None
         # Runs on close(), on garbage collection and at interpreter exit.
-        self._finalizer = weakref.finalize(self, _close_all, batches, owned_pool, aio, process_id())
+        pools, pid = self._pools, process_id()
+        self._finalizer = weakref.finalize(self, _close_all, batches, pools, aio, pid)
 
     def __iter__(self) -> LoaderIterator:
         return self
@@ -100,7 +106,7 @@ class LoaderIterator:
             batch = next(self._batches)
         except StopIteration:
             self.finished = True
-            self.close()
+            self._close_at_end()
             if recorder is not None:
                 recorder.waited(perf_counter() - start)
                 stats = recorder.finish()
@@ -134,6 +140,21 @@ class LoaderIterator:
         """Stop loading: no new dataset call starts once this returns."""
         self._closed = True
         self._finalizer()
+
+    def _close_at_end(self) -> None:
+        """The epoch ran to its end: nothing is running on its pool, which may go
+        idle for a later loader instead of closing."""
+        pool = self._owned_pool
+        kept = self.hand_back is not None and pool is not None and bool(self._pools)
+        if kept:
+            self._pools.clear()  # the finalizer closes the stream only
+        self.close()
+        if kept:
+            assert pool is not None and self.hand_back is not None
+            if self.hand_back(pool):
+                self._owned_pool = None  # no longer this epoch's to join
+            else:
+                pool.close()
 
     def join(self, timeout: float | None = None) -> bool:
         """After ``close()`` (or ``break``): wait until the worker threads of this
@@ -181,7 +202,7 @@ class LengthCheckedIterator(LoaderIterator):
         return batch
 
 
-def _close_all(batches: Any, pool: WorkerPool | None, aio: EpochSide | None, pid: int) -> None:
+def _close_all(batches: Any, pools: list[WorkerPool], aio: EpochSide | None, pid: int) -> None:
     if pid != process_id():
         return  # a forked child: the threads and the event loop are the parent's
     close = getattr(batches, "close", None)
@@ -193,5 +214,5 @@ def _close_all(batches: Any, pool: WorkerPool | None, aio: EpochSide | None, pid
             if aio is not None:
                 aio.close()  # cancel running coroutines or reads: workers waiting return
         finally:
-            if pool is not None:
+            for pool in pools:
                 pool.close()

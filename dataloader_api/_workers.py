@@ -14,6 +14,7 @@ import time
 import warnings
 from typing import Any
 
+from . import _idle_pools as idle_pools
 from ._options import LoaderOptions
 from ._seeding import EpochSeeds, IteratorSeeds
 from ._worker_info import WorkerInfo, set_worker_info
@@ -23,12 +24,18 @@ __all__ = ["Workers", "join_pools", "new_workers", "worker_info"]
 
 
 class Workers:
-    """A backend pool and the worker infos its threads were given."""
+    """A backend pool and the worker infos its threads were given (``taken``: at
+    their next job, the pool being an idle one of an earlier loader)."""
 
-    def __init__(self, pool: WorkerPool, infos: list[WorkerInfo]) -> None:
+    def __init__(
+        self, pool: WorkerPool, infos: list[WorkerInfo], shared: bool = False, taken: bool = False
+    ) -> None:
         self.pool = pool
         self.infos = infos
         self.pid = process_id()  # a forked child inherits the pool but none of its threads
+        #: whether the pool may go idle for a later loader (``_idle_pools``)
+        self.shared = shared
+        self.taken = taken
 
 
 def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
@@ -93,7 +100,8 @@ def _warn_if_more_workers_than_cpus(num_workers: int) -> None:
 
 
 def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Workers:
-    """A new pool of ``num_workers`` threads, seeded from the next seed of ``seeds``."""
+    """A pool of ``num_workers`` threads, seeded from the next seed of ``seeds``: a
+    new one, or an idle one an earlier loader's finished epoch left."""
     assert options.backend is not None
     _warn_if_more_workers_than_cpus(options.num_workers)
     base_seed = seeds.next_seed()
@@ -101,10 +109,15 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
         worker_info(options, worker_id, base_seed + worker_id, _worker_dataset(options))
         for worker_id in range(options.num_workers)
     ]
+    shared = idle_pools.reusable(options)
+    if shared and (idle := idle_pools.take(options)) is not None:
+        return Workers(idle, infos, shared=True, taken=True)
     worker_init_fn = options.worker_init_fn
 
     def thread_init(worker_id: int) -> None:
         set_worker_info(infos[worker_id])
+        if shared:
+            idle_pools.note_slot(worker_id, infos)
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
 
@@ -113,7 +126,7 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
         thread_init=thread_init,
         items_in_parallel=options.items_in_parallel,
     )
-    return Workers(options.backend.create_pool(spec), infos)
+    return Workers(options.backend.create_pool(spec), infos, shared=shared)
 
 
 def join_pools(pools: list[WorkerPool], timeout: float | None) -> list[WorkerPool]:

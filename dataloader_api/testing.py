@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._datasets import IterableDataset
+from ._idle_pools import release_idle_workers
 from ._worker_info import get_worker_info
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "Recorder",
     "ResumableShards",
     "os_thread_count",
+    "python_thread_count",
     "sigint_raises_keyboard_interrupt",
     "wait_until",
 ]
@@ -42,8 +44,17 @@ def sigint_raises_keyboard_interrupt() -> Iterator[None]:
 
 
 def os_thread_count() -> int:
-    """Threads of this process as the OS sees them (native pool threads included)."""
+    """Threads of this process as the OS sees them (native pool threads included),
+    once the idle pools finished epochs left for later loaders are closed (they
+    would otherwise count as leaked, or hide a leak: ``release_idle_workers``)."""
+    release_idle_workers()
     return len(os.listdir("/proc/self/task"))
+
+
+def python_thread_count() -> int:
+    """``threading.active_count()`` once the idle pools are closed, as above."""
+    release_idle_workers()
+    return threading.active_count()
 
 
 def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 import dataloader_api
-from dataloader_api.testing import os_thread_count, wait_until
+from dataloader_api.testing import os_thread_count, python_thread_count, wait_until
 
 # The io datasets' two ways of reading: the reference on every backend (calling
 # thread included), and the rust backend's native reads ($DATALOADER_NATIVE_IO).
@@ -41,8 +41,8 @@ def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
 @pytest.fixture
 def no_leaked_threads() -> Iterator[None]:
     """Fails the test if worker threads outlive it."""
-    before_py = threading.active_count()
+    before_py = python_thread_count()
     before_os = os_thread_count()
     yield
-    assert wait_until(lambda: threading.active_count() <= before_py), threading.enumerate()
+    assert wait_until(lambda: python_thread_count() <= before_py), threading.enumerate()
     assert wait_until(lambda: os_thread_count() <= before_os), os_thread_count()
