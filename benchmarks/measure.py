@@ -88,7 +88,9 @@ def startup_times(
     makers: list[tuple[str, str, Callable[[], Any]]], runs: int, items: int | None
 ) -> dict[str, list[float]]:
     """Milliseconds from a new loader to its first batch (``items=None``) or to the end
-    of its epoch, ``runs`` times per (label, peer, make), after a warm-up round.
+    of its epoch, ``runs`` times per (label, peer, make), after a warm-up round. The
+    epoch then runs to its end untimed, as a training loop's would, so that the
+    next new loader finds what a finished epoch leaves (ours: its idle threads).
 
     Torch's rounds run after everyone else's: each of its loaders forks, and after a
     fork the parent's next writes fault on copy-on-write pages, which slowed whichever
@@ -107,6 +109,8 @@ def startup_times(
                     for _ in iterator:
                         pass
                 elapsed = time.perf_counter() - start
+                for _ in iterator:  # the rest of the epoch, untimed
+                    pass
                 del iterator, loader
                 if round_:  # the first round is the warm-up
                     times[label].append(elapsed * 1e3)
