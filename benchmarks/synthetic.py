@@ -27,6 +27,14 @@ class Trivial:
         return index
 
 
+class TrivialBatches(Trivial):
+    """``Trivial`` with ``__getitems__``: one call per batch, which torch, dataloader-rs
+    and ours all use when a dataset defines it."""
+
+    def __getitems__(self, indices: list[int]) -> list[Any]:
+        return list(indices)
+
+
 class Sleepy(Trivial):
     """Each item waits ``seconds`` with the GIL released, like a read from storage."""
 

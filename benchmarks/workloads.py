@@ -31,7 +31,7 @@ from measure import (
 )
 from remote import remote
 from scaling import scaling
-from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial
+from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial, TrivialBatches
 
 
 def identity(batch: Any) -> Any:
@@ -83,13 +83,31 @@ def overhead(s: Settings) -> list[Table]:
         peers.rs_entry(dataset, 2, 32),
     ]
     entries += [
-        peers.spdl_entry(dataset, 2, 32, limit=16384 // s.scale),  # slow here: see grain_entry
-        peers.grain_entry(dataset, 0, 32, 8192 // s.scale),
-        peers.grain_entry(dataset, 2, 32, 8192 // s.scale),
+        peers.spdl_entry(dataset, 2, 32, limit=16384 // s.scale),  # slow here
+        peers.grain_entry(dataset, 0, 32, identity),
+        peers.grain_entry(dataset, 2, 32, identity),
     ]
     title = "1. Loader overhead: trivial items, batch 32, identity collate"
     reference = ("bare Python loop over `__getitem__`", bare)
-    return [rates_table("overhead", "overhead", title, entries, s.runs, reference)]
+    return [
+        rates_table("overhead", "overhead", title, entries, s.runs, reference),
+        _overhead_getitems(s),
+    ]
+
+
+def _overhead_getitems(s: Settings) -> Table:
+    """Workload 1 with ``__getitems__`` (one call per batch), the way dataloader-rs's
+    docs recommend for batched access; torch and ours call it too."""
+    dataset = TrivialBatches(200_000 // s.scale)
+    entries: list[Entry | None] = [peers.ours(dataset, None, 0, 32, collate_fn=identity)]
+    entries += [peers.rs_entry(dataset, 0, 32)]
+    entries += [peers.ours(dataset, name, 2, 32, collate_fn=identity) for name in s.names]
+    entries += [
+        peers.torch_entry(dataset, 2, 32, collate_fn=identity),
+        peers.rs_entry(dataset, 2, 32),
+    ]
+    title = "1b. Loader overhead with `__getitems__`: trivial items, batch 32, identity collate"
+    return rates_table("overhead_getitems", "overhead", title, entries, s.runs)
 
 
 def io_bound(s: Settings) -> list[Table]:
@@ -125,7 +143,7 @@ def numpy_items(s: Settings) -> list[Table]:
             peers.torch_entry(dataset, 2, 32),
             peers.rs_entry(dataset, 2, 32, np.stack),
             peers.spdl_entry(dataset, 2, 32, np.stack),
-            peers.grain_entry(dataset, 2, 32, 256 // s.scale),
+            peers.grain_entry(dataset, 2, 32),
         ]
         title = (
             f"3. NumPy items {name}, batch 32, default collate (dataloader-rs: np.stack), 2 workers"
