@@ -3,7 +3,8 @@
 Each pool thread runs ``thread_init`` once: it installs the thread's
 ``WorkerInfo`` (what ``get_worker_info()`` returns there) and calls the user's
 ``worker_init_fn``. A persistent loader keeps one pool; otherwise each epoch
-makes its own and its iterator closes it.
+makes its own, or takes an idle one (``_idle_pools``), and its iterator closes
+it or, when the epoch ran to its end, leaves it idle.
 """
 
 from __future__ import annotations
