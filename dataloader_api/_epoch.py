@@ -103,7 +103,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
             stream, owner_pool, pin, length, point.skip, side, recorder, summary, loader=owner
         )
         if owned and workers.shared:
-            iterator.hand_back = _hand_back(options, state)
+            iterator.hand_back = _hand_back(options, state, workers)
     if isinstance(iterator, LengthCheckedIterator):
         assert state.iterable_len_called is not None
         iterator.reported = state.iterable_len_called
@@ -162,7 +162,9 @@ def _workers_for_epoch(
     return state.persistent, False
 
 
-def _hand_back(options: LoaderOptions, state: LoaderState) -> Callable[[WorkerPool], bool]:
+def _hand_back(
+    options: LoaderOptions, state: LoaderState, workers: Workers
+) -> Callable[[WorkerPool], bool]:
     """What an epoch that ran to its end does with its pool: keeps it idle for a
     later loader (no longer this loader's to join), or says to close it."""
 
@@ -170,6 +172,7 @@ def _hand_back(options: LoaderOptions, state: LoaderState) -> Callable[[WorkerPo
         if not idle_pools.hand_back(options, pool):
             return False
         state.pools = [p for p in state.pools if p is not pool]
+        idle_pools.forget_datasets(workers.infos)
         return True
 
     return hand_back

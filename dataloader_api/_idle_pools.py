@@ -27,7 +27,15 @@ from typing import Any
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import WorkerPool, process_id
 
-__all__ = ["as_workers", "hand_back", "note_slot", "release_idle_workers", "reusable", "take"]
+__all__ = [
+    "as_workers",
+    "forget_datasets",
+    "hand_back",
+    "note_slot",
+    "release_idle_workers",
+    "reusable",
+    "take",
+]
 
 ENV_VAR = "DATALOADER_KEEP_IDLE_WORKERS"
 # At most this many idle pools in all: a process alternating a few loader
@@ -65,8 +73,11 @@ def reusable(options: Any) -> bool:
     )
 
 
-def _key(options: Any) -> tuple[Any, int]:
-    return (options.backend, options.num_workers)
+def _key(options: Any) -> tuple[Any, int, Any]:
+    """Pools are shared by loaders of one backend and thread count for which the
+    backend would make the same pool (``Backend.pool_settings``)."""
+    settings = getattr(options.backend, "pool_settings", None)
+    return (options.backend, options.num_workers, settings() if settings else None)
 
 
 def take(options: Any) -> WorkerPool | None:
@@ -92,6 +103,15 @@ def hand_back(options: Any, pool: WorkerPool) -> bool:
             return False
         _idle.append((_key(options), pool))
         return True
+
+
+def forget_datasets(infos: list[WorkerInfo]) -> None:
+    """After the epoch: the idle threads still hold these infos (as their
+    ``get_worker_info()`` and in their ``thread_init``), which must not keep the
+    loader's dataset alive once the user drops it. The epoch is over, and each
+    info with it."""
+    for info in infos:
+        object.__setattr__(info, "dataset", None)
 
 
 def release_idle_workers() -> int:

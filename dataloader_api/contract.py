@@ -360,6 +360,14 @@ class Backend(Protocol):
     ((requests, retries, bytes) so far). The loader starts a job's reads when
     the backend takes the job, so its ``jobs`` hold started reads, and
     ``fetch`` waits for them. A backend without it runs the reference.
+
+    Optional: ``pool_settings()`` returns what ``create_pool`` reads besides
+    its spec (an environment variable, say), as a hashable value. The loader
+    keeps the pools of finished epochs idle for later loaders of the same
+    backend and thread count; it gives one only to a loader for which
+    ``pool_settings()`` returns an equal value (none: always equal). The
+    pool's threads then run jobs of a later loader's epochs, after the
+    ``thread_init`` of the loader that made it.
     """
 
     name: str

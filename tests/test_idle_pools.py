@@ -4,11 +4,13 @@ with the new loader's own WorkerInfo."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -65,6 +67,26 @@ def test_a_new_loader_takes_a_finished_epochs_threads_with_its_own_worker_info(b
 
 def os_count_without_release() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+class Plain:
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_idle_threads_do_not_keep_the_dataset_alive(backend):
+    """The idle threads hold the finished epoch's WorkerInfos (get_worker_info(),
+    thread_init) and the backend its callables: none may keep the dataset."""
+    dataset = Plain()
+    freed = weakref.ref(dataset)
+    list(DataLoader(dataset, batch_size=2, num_workers=2, backend=backend))
+    del dataset
+    assert wait_until(lambda: gc.collect() >= 0 and freed() is None, 2.0)
+    assert release_idle_workers() == 1  # it was freed while the pool was idle
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

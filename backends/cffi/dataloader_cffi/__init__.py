@@ -295,3 +295,8 @@ class CffiBackend:
 
     def create_pool(self, spec: PoolSpec) -> CffiPool:
         return CffiPool(spec)
+
+    def pool_settings(self) -> object:
+        """What ``create_pool`` reads besides its spec: an idle pool made with
+        another attach mode is not shared (``Backend.pool_settings``)."""
+        return attach_once(_ATTACH_MODE_VARIABLE)

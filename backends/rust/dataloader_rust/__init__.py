@@ -35,6 +35,11 @@ class RustBackend:
     def create_pool(self, spec: PoolSpec) -> Pool:
         return Pool(spec, attach_once=attach_once(_ATTACH_MODE_VARIABLE))
 
+    def pool_settings(self) -> object:
+        """What ``create_pool`` reads besides its spec: an idle pool made with
+        another attach mode is not shared (``Backend.pool_settings``)."""
+        return attach_once(_ATTACH_MODE_VARIABLE)
+
     def open_reader(self, spec: dict[str, Any], concurrency: int | None) -> NativeReader:
         """The reads of a ``dataloader_api.io`` dataset, natively (crate dataloader-netio)."""
         return NativeReader(spec, concurrency)

@@ -147,6 +147,12 @@ fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
             return;
         }
         if !shared.linger(last_job) {
+            if Arc::strong_count(&fns) == 1 {
+                // The epoch's last holder of its callables (and so of the dataset):
+                // drop them attached, so they are freed now and not at pyo3's next
+                // reference-pool update, which an idle pool may not see for long.
+                attach::with_python(move |_| drop(fns));
+            }
             return;
         }
     }
