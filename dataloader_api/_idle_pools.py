@@ -139,9 +139,13 @@ def as_workers(fetch: Callable[[Any], Any], infos: list[WorkerInfo]) -> Callable
     ``WorkerInfo`` of ``infos`` before its first job of the epoch."""
 
     def fetch_as_worker(indices: Any) -> Any:
-        if _slot.infos is not infos:
+        if getattr(_slot, "infos", None) is not infos:
             _slot.infos = infos
-            set_worker_info(infos[_slot.worker_id])
+            # A thread that never ran the pool's thread_init (a backend that
+            # runs jobs elsewhere breaks the contract) has no worker id.
+            worker_id = getattr(_slot, "worker_id", None)
+            if worker_id is not None:
+                set_worker_info(infos[worker_id])
         return fetch(indices)
 
     return fetch_as_worker
