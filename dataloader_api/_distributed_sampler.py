@@ -138,28 +138,35 @@ class DistributedSampler(Sampler[int]):
         return self.num_samples * self.num_replicas
 
     def __iter__(self) -> Iterator[int]:
-        return python_ints(self._index_chunks(0))
+        chunks = self._index_chunks(0)
+        if chunks is None:
+            return iter(self._torch_order(len(self.dataset), self._next_epoch()))
+        return python_ints(chunks)
 
-    def _index_chunks(self, start: int, multiple_of: int = 1) -> IndexChunks:
-        """This rank's indices of the next epoch from position ``start`` on, as
-        int64 arrays; BatchSampler slices them into batches."""
-        n = len(self.dataset)
+    def _next_epoch(self) -> int:
+        """The epoch to shuffle for now (and one more next time, when counting)."""
         epoch = self.epoch
         if self._counts_epochs:
             self.epoch += 1
+        return epoch
+
+    def _index_chunks(self, start: int, multiple_of: int = 1) -> IndexChunks | None:
+        """This rank's indices of the next epoch from position ``start`` on, as
+        int64 arrays, which BatchSampler slices into batches. None for torch's
+        ``randperm`` order, a Python list (``__iter__``)."""
         if self.shuffle and not self.index_shuffle:
-            order = self._torch_order(n, epoch)[start:]
-            return iter([np.asarray(order, dtype=np.int64)])
+            return None
+        n = len(self.dataset)
+        epoch = self._next_epoch()
         num_replicas, rank = self._resolved()
         shuffle = IndexShuffle(n, derive_seed(self.seed, epoch)) if self.shuffle else None
-        # Global position p holds index p mod n: torch pads from the start.
-        return (
-            shuffle(step) if shuffle is not None else step
-            for step in (
-                (rank + num_replicas * positions) % max(n, 1)
-                for positions in position_chunks(start, self.num_samples, multiple_of)
-            )
-        )
+
+        def shard(positions: np.ndarray) -> np.ndarray:
+            # Global position p holds index p mod n: torch pads from the start.
+            indices = (rank + num_replicas * positions) % max(n, 1)
+            return shuffle(indices) if shuffle is not None else indices
+
+        return map(shard, position_chunks(start, self.num_samples, multiple_of))
 
     def _torch_order(self, n: int, epoch: int) -> list[int]:
         indices = torch_random.randperm(n, self.seed + epoch)

@@ -65,11 +65,11 @@ class LoaderIterator:
         # An epoch keeps its loader alive, so `iter(DataLoader(...))` keeps loading
         # as torch's iterator does: a persistent pool closes with its loader.
         self._loader = loader
-        self._owned_pool = owned_pool
         #: set by the epoch when its pool may go idle for a later loader once the
         #: epoch has run to its end: True if it took the pool (see _idle_pools)
         self.hand_back: Callable[[WorkerPool], bool] | None = None
-        # What the finalizer closes: emptied when the pool is handed back.
+        # The pool this epoch owns, which the finalizer closes and join() waits
+        # for: emptied when the pool is handed back.
         self._pools = [] if owned_pool is None else [owned_pool]
         self._batches = batches
         self._recorder = recorder
@@ -144,24 +144,19 @@ class LoaderIterator:
     def _close_at_end(self) -> None:
         """The epoch ran to its end: nothing is running on its pool, which may go
         idle for a later loader instead of closing."""
-        pool = self._owned_pool
-        kept = self.hand_back is not None and pool is not None and bool(self._pools)
-        if kept:
-            self._pools.clear()  # the finalizer closes the stream only
-        self.close()
-        if kept:
-            assert pool is not None and self.hand_back is not None
-            if self.hand_back(pool):
-                self._owned_pool = None  # no longer this epoch's to join
-            else:
-                pool.close()
+        pools, hand_back = self._pools, self.hand_back
+        pool = pools.pop() if hand_back is not None and pools else None
+        self.close()  # the stream; the pool, if still in pools
+        if hand_back is not None and pool is not None and not hand_back(pool):
+            pools.append(pool)  # still this epoch's to join
+            pool.close()
 
     def join(self, timeout: float | None = None) -> bool:
         """After ``close()`` (or ``break``): wait until the worker threads of this
         epoch have ended, ``timeout`` seconds at most (``None``: no limit); True if
         none is left. A persistent loader's threads outlive its epochs: see
         ``DataLoader.join``. ``close()`` itself never waits for a busy thread."""
-        pools = [] if self._owned_pool is None else [self._owned_pool]
+        pools = list(self._pools)
         if self._pid is not None and self._pid != process_id():
             return True  # a forked child has none of the epoch's threads
         return not join_pools(pools, timeout)
