@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import numpy  # noqa: F401  # its BLAS threads start at import: before any thread count
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
