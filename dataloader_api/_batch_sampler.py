@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from ._index_shuffle import batches_of_chunks
+from ._index_shuffle import IndexChunks, batches_of_chunks, position_chunks
 from ._samplers import CHUNKED_ITERS, Sampler, SequentialSampler
 from ._seeding import is_int
 
@@ -60,6 +60,17 @@ class BatchSampler(Sampler[list[int]]):
             yield from batches_of_chunks(chunks, size, self.drop_last)
             return
         yield from islice(_batches_of_ints(iter(self.sampler), size, self.drop_last), skip, None)
+
+    def index_chunks(self, skip: int) -> IndexChunks | None:
+        """This epoch's indices after the first ``skip`` batches as int64 arrays
+        (drawing the epoch's seed, as iterating does), for ``IndexBatches``;
+        None for a sampler whose order is known only by iterating it."""
+        size = self.batch_size
+        if type(self.sampler) is SequentialSampler:
+            return position_chunks(skip * size, len(self.sampler), size)
+        if type(self.sampler).__iter__ in CHUNKED_ITERS:
+            return self.sampler._index_chunks(skip * size, size)  # type: ignore[no-any-return,attr-defined]
+        return None
 
     def state_dict(self) -> dict[str, Any]:
         return {"sampler": sampler_state(self.sampler)}

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from . import _idle_pools as idle_pools
-from ._batch_sampler import skip_batches
+from ._batch_sampler import BatchSampler, skip_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._io_hook import native_epoch
@@ -31,6 +31,7 @@ from ._transform_hook import Transform, epoch_transform, image_work, transformed
 from ._worker_info import WorkerInfo, acting_as
 from ._workers import Workers, new_workers, worker_info
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
+from .index_batches import IndexBatches
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
     from ._aio import AsyncEpoch
@@ -293,6 +294,17 @@ def _calling_thread_batches(
     return CallingThreadBatches(skip_batches(options.index_source, point.skip), fetch, collate)
 
 
+def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
+    """The epoch's jobs: as data when the batch sampler is ours (a backend may cut
+    the batches natively), else the batch sampler's or sampler's iterator."""
+    source = options.index_source
+    if options.auto_collation and type(source) is BatchSampler:
+        chunks = source.index_chunks(skip)
+        if chunks is not None:
+            return IndexBatches(chunks, source.batch_size, source.drop_last, options.window + 2)
+    return EpochPlan(source, options.auto_collation, options.window + 1, skip)
+
+
 def _start_stream(
     options: LoaderOptions,
     workers: Workers,
@@ -326,7 +338,7 @@ def _start_stream(
         )
 
     skip = point.skip
-    plan = EpochPlan(options.index_source, options.auto_collation, options.window + 1, skip)
+    plan = _plan(options, skip)
 
     def on_timeout(position: int) -> BaseException:
         indices = plan.indices_of(position)

@@ -219,9 +219,12 @@ class MapWork:
     """One map-style epoch: run ``collate(fetch(job.indices))`` for each job.
 
     ``jobs`` is consumed lazily on the consumer's thread, as the window frees
-    up (it may be a user's sampler). ``fetch`` and ``collate`` are the loader's
-    own callables; a backend calls them as they are, except where a field
-    below lets it do the same work itself:
+    up (it may be a user's sampler). When the batch sampler is the library's,
+    it is an ``index_batches.IndexBatches``: iterable like any plan, or read as
+    int64 chunks that the backend cuts into the same batches itself.
+    ``fetch`` and ``collate`` are the loader's own callables; a backend calls
+    them as they are, except where a field below lets it do the same work
+    itself:
 
     - ``collate_is_default``: ``collate`` is the library's
       ``default_collate`` (timed, with ``stats``); a backend may collate

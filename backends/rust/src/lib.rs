@@ -6,6 +6,7 @@ mod attach;
 mod collate;
 mod contract;
 mod images;
+mod index_plan;
 mod iter_stream;
 mod map_job;
 mod map_stream;

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use dataloader_core::Window;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
 
 use crate::attach;
 use crate::contract::StreamSpec;
+use crate::index_plan::Plan;
 use crate::map_job::MapJobs;
 use crate::pool_shared::{deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, Workers};
 use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
@@ -188,7 +188,7 @@ fn run_map_job(
 }
 
 struct MapConsumer {
-    jobs: Option<Py<PyAny>>,
+    jobs: Option<Plan>,
 }
 
 /// The batches of one map-style epoch.
@@ -234,7 +234,7 @@ impl MapStream {
         });
         let epoch: Arc<dyn Epoch> = shared.clone();
         workers.shared.track(Arc::downgrade(&epoch))?;
-        let jobs = attach::iter(jobs.py(), jobs)?.unbind();
+        let jobs = Plan::new(jobs.py(), jobs)?;
         Ok(MapStream {
             _pool: pool,
             workers,
@@ -249,16 +249,14 @@ impl MapStream {
     /// Start jobs while the window has room. Runs on the consumer's thread:
     /// the jobs iterator is the user's sampler.
     fn top_up(&self, py: Python<'_>, consumer: &mut MapConsumer) -> PyResult<()> {
-        while let Some(jobs) = &consumer.jobs {
+        while let Some(jobs) = &mut consumer.jobs {
             if !lock(&self.shared.window).has_room() {
                 return Ok(());
             }
-            let Some(job) = attach::next(py, jobs.bind(py))? else {
+            let Some((position, indices)) = jobs.next_job(py)? else {
                 consumer.jobs = None;
                 return Ok(());
             };
-            let position: u64 = job.getattr(intern!(py, "position"))?.extract()?;
-            let indices = job.getattr(intern!(py, "indices"))?.unbind();
             lock(&self.shared.window).start();
             let workers = &self.workers;
             if self

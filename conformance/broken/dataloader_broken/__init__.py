@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from dataloader_api.contract import BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
+from dataloader_api.contract import BatchJob, BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
+from dataloader_api.index_batches import IndexBatches
 from dataloader_api.kit import ThreadPool, _exit
 
 
@@ -253,6 +254,26 @@ class _SwallowingReader:
         return (0, 0, 0)
 
 
+class _PlanPool(_Wrapped):
+    """Cuts a plan given as data chunk by chunk: where two chunks meet inside a
+    batch, it delivers two short batches instead."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        if type(work.jobs) is IndexBatches:
+            work = replace(work, jobs=_per_chunk(work.jobs))
+        return self.inner.map_batches(work, stream)
+
+
+def _per_chunk(plan: IndexBatches) -> Iterator[BatchJob]:
+    position, size = 0, plan.batch_size
+    while (chunk := plan.next_chunk()) is not None:
+        indices = [int(i) for i in chunk]
+        for start in range(0, len(indices), size):
+            if len(indices) - start == size or not plan.drop_last:
+                yield BatchJob(position, indices[start : start + size])
+                position += 1
+
+
 def _backend(name: str, pool: type[_Wrapped], **extra: Any) -> type:
     def create_pool(self: object, spec: PoolSpec) -> _Wrapped:
         return pool(spec)
@@ -278,6 +299,7 @@ BrokenInit = _backend("broken-init", _InitPool)
 BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
 BrokenImages = _backend("broken-images", _ImagesPool)
+BrokenPlan = _backend("broken-plan", _PlanPool)
 BrokenReader = _backend(
     "broken-reader", _Wrapped, open_reader=lambda self, spec, n: _SwallowingReader(spec, n)
 )

@@ -1,0 +1,91 @@
+"""``IndexBatches``: a map-style epoch's plan given as data (part of the backend
+contract, beside ``dataloader_api.contract``, see ``MapWork.jobs``).
+
+When the batch sampler is the library's own, the loader knows the epoch's order
+as int64 arrays before any batch is cut from it. It hands the backend those
+arrays instead of a Python iterator of jobs, so a backend may cut the batches
+itself and make each batch's list of ints without running Python per batch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from .contract import BatchJob
+
+__all__ = ["IndexBatches"]
+
+
+class IndexBatches:
+    """The jobs of one epoch: batches of ``batch_size`` consecutive indices cut
+    from ``chunks`` (an iterator of 1-D int64 arrays, or of sequences of ints),
+    a batch spanning two chunks where they meet; a shorter last batch unless
+    ``drop_last``. Jobs are numbered from 0.
+
+    A backend may iterate it like any plan (``BatchJob``s with lists of ints),
+    or read it natively: ``next_chunk()`` gives the next chunk (``None`` at the
+    end) and the backend cuts the batches itself, equal to the iteration's. The
+    last ``memory`` chunks handed out are remembered, so ``indices_of(position)``
+    can name a recent batch's indices (for a timeout's message) either way.
+    """
+
+    __slots__ = ("_chunks", "_offset", "_recent", "batch_size", "drop_last")
+
+    def __init__(self, chunks: Iterator[Any], batch_size: int, drop_last: bool, memory: int = 2):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"IndexBatches.batch_size must be an int >= 1, got {batch_size!r}")
+        self._chunks = chunks
+        self.batch_size = batch_size
+        self.drop_last = bool(drop_last)
+        self._offset = 0  # the epoch's position of the next chunk's first index
+        self._recent: deque[tuple[int, Any]] = deque(maxlen=max(2, memory))
+
+    def next_chunk(self) -> Any:
+        """The next chunk of indices, or None after the last one."""
+        for chunk in self._chunks:
+            if len(chunk):
+                self._recent.append((self._offset, chunk))
+                self._offset += len(chunk)
+                return chunk
+        return None
+
+    def __iter__(self) -> Iterator[BatchJob]:
+        size, position, carry = self.batch_size, 0, None
+        while (chunk := self.next_chunk()) is not None:
+            start = 0
+            if carry is not None:
+                start = size - len(carry)
+                carry += _ints(chunk[:start])
+                if len(carry) < size:
+                    continue
+                yield BatchJob(position, carry)
+                position, carry = position + 1, None
+            whole = start + (len(chunk) - start) // size * size
+            for begin in range(start, whole, size):
+                yield BatchJob(position, _ints(chunk[begin : begin + size]))
+                position += 1
+            if whole < len(chunk):
+                carry = _ints(chunk[whole:])
+        if carry is not None and not self.drop_last:
+            yield BatchJob(position, carry)
+
+    def indices_of(self, position: int) -> list[int] | None:
+        """Batch ``position``'s indices if its chunks are still remembered, else None."""
+        first = position * self.batch_size
+        last = first + self.batch_size
+        found: list[int] = []
+        for offset, chunk in self._recent:
+            low, high = max(first, offset), min(last, offset + len(chunk))
+            if low < high:
+                if low != first + len(found):
+                    return None  # its start was forgotten
+                found += _ints(chunk[low - offset : high - offset])
+        return found or None
+
+
+def _ints(part: Any) -> list[int]:
+    """A slice of a chunk as a list of Python ints."""
+    tolist = getattr(part, "tolist", None)
+    return tolist() if tolist is not None else [int(i) for i in part]
