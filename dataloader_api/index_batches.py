@@ -15,7 +15,10 @@ from typing import Any
 
 from .contract import BatchJob
 
-__all__ = ["IndexBatches"]
+__all__ = ["PIECE", "IndexBatches"]
+
+#: indices handed out at most per ``next_chunk()``
+PIECE = 65536
 
 
 class IndexBatches:
@@ -31,7 +34,7 @@ class IndexBatches:
     can name a recent batch's indices (for a timeout's message) either way.
     """
 
-    __slots__ = ("_chunks", "_offset", "_recent", "batch_size", "drop_last")
+    __slots__ = ("_chunks", "_offset", "_recent", "_rest", "batch_size", "drop_last")
 
     def __init__(self, chunks: Iterator[Any], batch_size: int, drop_last: bool, memory: int = 2):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -40,16 +43,24 @@ class IndexBatches:
         self.batch_size = batch_size
         self.drop_last = bool(drop_last)
         self._offset = 0  # the epoch's position of the next chunk's first index
+        self._rest: Any = None  # what is left of a long chunk
         self._recent: deque[tuple[int, Any]] = deque(maxlen=max(2, memory))
 
     def next_chunk(self) -> Any:
-        """The next chunk of indices, or None after the last one."""
-        for chunk in self._chunks:
+        """The next chunk of indices, or None after the last one. A long chunk (a
+        whole permutation) comes in pieces, so a backend copies a piece at a time."""
+        while True:
+            chunk, self._rest = self._rest, None
+            if chunk is None:
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    return None
+            if len(chunk) > PIECE:
+                chunk, self._rest = chunk[:PIECE], chunk[PIECE:]
             if len(chunk):
                 self._recent.append((self._offset, chunk))
                 self._offset += len(chunk)
                 return chunk
-        return None
 
     def __iter__(self) -> Iterator[BatchJob]:
         size, position, carry = self.batch_size, 0, None

@@ -9,7 +9,7 @@ import pytest
 
 from dataloader_api import BatchSampler, DataLoader, RandomSampler, backends
 from dataloader_api._epoch import _plan
-from dataloader_api.index_batches import IndexBatches
+from dataloader_api.index_batches import PIECE, IndexBatches
 
 
 def test_indices_of_names_a_batch_across_a_chunk_join_while_remembered():
@@ -24,6 +24,18 @@ def test_indices_of_names_a_batch_across_a_chunk_join_while_remembered():
     assert plan.indices_of(6) == [18, 19]
     assert plan.indices_of(1) is None  # its first chunk was forgotten
     assert plan.indices_of(99) is None
+
+
+def test_a_long_chunk_is_handed_out_in_pieces_and_cut_across_them():
+    plan = IndexBatches(iter([np.arange(PIECE * 2 + 5)]), 3000, drop_last=False)
+    lengths = []
+    while (piece := plan.next_chunk()) is not None:
+        lengths.append(len(piece))
+    assert lengths == [PIECE, PIECE, 5]
+    plan = IndexBatches(iter([np.arange(PIECE * 2 + 5)]), 3000, drop_last=False)
+    batches = [job.indices for job in plan]
+    assert [i for batch in batches for i in batch] == list(range(PIECE * 2 + 5))
+    assert {len(batch) for batch in batches[:-1]} == {3000}
 
 
 @pytest.mark.parametrize("size", [0, -1, True, 2.0, None])
