@@ -18,11 +18,17 @@ from ._batch_sampler import BatchSampler, skip_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._io_hook import native_epoch
-from ._iterator import CallingThreadBatches, LengthCheckedIterator, LoaderIterator
+from ._iterator import (
+    CallingThreadBatches,
+    LengthCheckedIterator,
+    LoaderIterator,
+    SequentialItemBatches,
+)
 from ._options import LoaderOptions
 from ._pinning import pin_function
 from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
 from ._resume import ResumePoint, capture_epoch_start, resume_point
+from ._samplers import SequentialSampler
 from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
@@ -280,6 +286,17 @@ def _calling_thread_batches(
     collate = _collate(options, recorder)
     if options.is_iterable:
         return _calling_thread_stream(options, state, point, collate, transform)
+    source, dataset = options.index_source, options.dataset
+    plain = aio is None and native is None and transform is None and recorder is None
+    if (
+        plain
+        and type(source) is BatchSampler
+        and type(source.sampler) is SequentialSampler
+        and getattr(dataset, "__getitems__", None) is None
+    ):
+        n, size = len(source.sampler), source.batch_size
+        stop = n - n % size if source.drop_last else n
+        return SequentialItemBatches(dataset, point.skip * size, stop, size, collate)
     fetch: Callable[[Any], Any]
     if aio is not None:
         fetch = aio.fetch_now

@@ -27,7 +27,12 @@ class EpochSide(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["CallingThreadBatches", "LengthCheckedIterator", "LoaderIterator"]
+__all__ = [
+    "CallingThreadBatches",
+    "LengthCheckedIterator",
+    "LoaderIterator",
+    "SequentialItemBatches",
+]
 
 
 class CallingThreadBatches:
@@ -44,6 +49,31 @@ class CallingThreadBatches:
 
     def __next__(self) -> Any:
         return self._collate(self._fetch(next(self._indices)))
+
+
+class SequentialItemBatches:
+    """``CallingThreadBatches`` for the default plan (``batch_size`` over the
+    dataset in order) with items fetched one by one: each batch's items are read
+    straight from its range, with no index list, generator or fetch call."""
+
+    def __init__(
+        self, dataset: Any, start: int, stop: int, size: int, collate: Callable[[Any], Any]
+    ) -> None:
+        self._dataset, self._next, self._stop, self._size = dataset, start, stop, size
+        self._end, self._collate = start + (stop - start) // size * size, collate
+
+    def __iter__(self) -> SequentialItemBatches:
+        return self
+
+    def __next__(self) -> Any:
+        start, dataset = self._next, self._dataset
+        if start < self._end:
+            self._next = start + self._size
+            return self._collate([dataset[i] for i in range(start, start + self._size)])
+        if start < self._stop:  # the shorter last batch
+            self._next = self._stop
+            return self._collate([dataset[i] for i in range(start, self._stop)])
+        raise StopIteration
 
 
 class LoaderIterator:
@@ -100,36 +130,50 @@ class LoaderIterator:
                 f"this epoch's worker threads belong to process {self._pid}, and a forked "
                 "child has none: start a new epoch (iter(loader)) in the child"
             )
-        recorder = self._recorder
+        if self._recorder is not None:
+            batch = self._next_recorded(self._recorder)
+        else:
+            try:
+                batch = next(self._batches)
+            except StopIteration:
+                self.finished = True
+                self._close_at_end()
+                raise
+            except DataLoaderTimeoutError:
+                raise
+            except Exception:
+                self.position += 1  # that batch was delivered, as its exception
+                raise
+            self.position += 1
+        if type(batch) is TrackedBatch:
+            self.worker_states[batch.worker_id] = batch.state
+            self.last_worker = batch.worker_id
+            batch = batch.batch
+        return batch if self._pin is None else self._pin(batch)
+
+    def _next_recorded(self, recorder: StatsRecorder) -> Any:
+        """``next(self._batches)`` with the wait timed for the epoch's stats."""
         start = perf_counter()
         try:
             batch = next(self._batches)
         except StopIteration:
             self.finished = True
             self._close_at_end()
-            if recorder is not None:
-                recorder.waited(perf_counter() - start)
-                stats = recorder.finish()
-                if self._summary is not None:
-                    self._summary(stats)
+            recorder.waited(perf_counter() - start)
+            stats = recorder.finish()
+            if self._summary is not None:
+                self._summary(stats)
             raise
         except DataLoaderTimeoutError:
-            if recorder is not None:
-                recorder.waited(perf_counter() - start)
+            recorder.waited(perf_counter() - start)
             raise
         except Exception:
             self.position += 1  # that batch was delivered, as its exception
-            if recorder is not None:
-                recorder.delivered(perf_counter() - start)
-            raise
-        if recorder is not None:
             recorder.delivered(perf_counter() - start)
+            raise
+        recorder.delivered(perf_counter() - start)
         self.position += 1
-        if type(batch) is TrackedBatch:
-            self.worker_states[batch.worker_id] = batch.state
-            self.last_worker = batch.worker_id
-            batch = batch.batch
-        return batch if self._pin is None else self._pin(batch)
+        return batch
 
     def __len__(self) -> int:
         if self._length is None:
