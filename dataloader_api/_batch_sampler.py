@@ -51,9 +51,7 @@ class BatchSampler(Sampler[list[int]]):
             for start in range(skip * size, stop, size):
                 yield list(range(start, min(start + size, n)))
             return
-        chunks = None
-        if type(self.sampler).__iter__ in CHUNKED_ITERS:
-            chunks = self.sampler._index_chunks(skip * size, size)  # type: ignore[attr-defined]
+        chunks = self.index_chunks(skip)
         if chunks is not None:
             # Batches sliced from int64 arrays: no Python int per index is made
             # ahead of its batch.

@@ -14,7 +14,7 @@ Also the helpers that carry an epoch's indices as int64 chunks (the samplers'
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._lazy import LazyModule
 from ._seeding import derive_seed
@@ -126,10 +126,12 @@ def shuffled_positions(
             yield shuffle(positions)
 
 
-def batches_of_chunks(chunks: IndexChunks, size: int, drop_last: bool) -> Iterator[list[int]]:
-    """Lists of ``size`` indices sliced from the chunks, a batch may span two."""
+def batches_of_chunks(chunks: Iterable[Any], size: int, drop_last: bool) -> Iterator[list[int]]:
+    """Lists of ``size`` indices sliced from the chunks (int64 arrays, or any
+    sequences of ints), a batch may span two."""
     carry = None
     for chunk in chunks:
+        chunk = np.asarray(chunk, dtype=np.int64)  # no copy for an int64 array
         if carry is not None:
             chunk, carry = np.concatenate([carry, chunk]), None
         whole = len(chunk) - len(chunk) % size

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from ._index_shuffle import batches_of_chunks
 from .contract import BatchJob
 
 __all__ = ["PIECE", "IndexBatches"]
@@ -63,24 +64,13 @@ class IndexBatches:
                 return chunk
 
     def __iter__(self) -> Iterator[BatchJob]:
-        size, position, carry = self.batch_size, 0, None
+        batches = batches_of_chunks(self._handed_out(), self.batch_size, self.drop_last)
+        for position, indices in enumerate(batches):
+            yield BatchJob(position, indices)
+
+    def _handed_out(self) -> Iterator[Any]:
         while (chunk := self.next_chunk()) is not None:
-            start = 0
-            if carry is not None:
-                start = size - len(carry)
-                carry += _ints(chunk[:start])
-                if len(carry) < size:
-                    continue
-                yield BatchJob(position, carry)
-                position, carry = position + 1, None
-            whole = start + (len(chunk) - start) // size * size
-            for begin in range(start, whole, size):
-                yield BatchJob(position, _ints(chunk[begin : begin + size]))
-                position += 1
-            if whole < len(chunk):
-                carry = _ints(chunk[whole:])
-        if carry is not None and not self.drop_last:
-            yield BatchJob(position, carry)
+            yield chunk
 
     def indices_of(self, position: int) -> list[int] | None:
         """Batch ``position``'s indices if its chunks are still remembered, else None."""
