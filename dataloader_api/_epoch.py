@@ -10,32 +10,25 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from . import _idle_pools as idle_pools
-from ._batch_sampler import BatchSampler, skip_batches
+from ._batch_sampler import BatchSampler
+from ._calling_thread import calling_thread_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._io_hook import native_epoch
-from ._iterator import (
-    CallingThreadBatches,
-    LengthCheckedIterator,
-    LoaderIterator,
-    SequentialItemBatches,
-)
+from ._iterator import LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
-from ._plan import EpochPlan, is_stateful, iterable_batches, make_fetch
+from ._plan import EpochPlan, make_fetch, open_iterable
 from ._resume import ResumePoint, capture_epoch_start, resume_point
-from ._samplers import SequentialSampler
 from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_worker_info import patch_torch_worker_info
 from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
-from ._worker_info import WorkerInfo, acting_as
-from ._workers import Workers, new_workers, worker_info
+from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
 
@@ -84,7 +77,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     checked = options.is_iterable and state.iterable_len_called is not None
     iterator_class = LengthCheckedIterator if checked else LoaderIterator
     if options.num_workers == 0:
-        batches = _calling_thread_batches(options, state, point, aio, recorder, transform, native)
+        batches = calling_thread_batches(options, state, point, aio, recorder, transform, native)
         iterator = iterator_class(
             batches,
             None,
@@ -232,85 +225,6 @@ def _collate(options: LoaderOptions, recorder: StatsRecorder | None) -> Callable
     return recorder.timed_collate(collate) if recorder is not None else collate
 
 
-def _open_iterable(
-    options: LoaderOptions,
-    dataset: Any,
-    info: WorkerInfo | None,
-    worker_id: int,
-    states: dict[int, Any],
-    collate: Callable[[Any], Any],
-    transform: Transform | None,
-) -> Iterator[Any]:
-    if worker_id in states:
-        with acting_as(info) if info is not None else nullcontext():
-            dataset.load_state_dict(states[worker_id])
-    return iterable_batches(
-        dataset,
-        options.batch_size,
-        options.drop_last,
-        collate,
-        info,
-        worker_id if is_stateful(dataset) else None,
-        transform,
-    )
-
-
-def _calling_thread_stream(
-    options: LoaderOptions,
-    state: LoaderState,
-    point: ResumePoint,
-    collate: Callable[[Any], Any],
-    transform: Transform | None,
-) -> Iterator[Any]:
-    # Only a distributed loader gives the calling thread a worker info:
-    # its rank's shard. Otherwise get_worker_info() is None, as in torch.
-    info = (
-        worker_info(options, 0, state.worker_seeds.next_seed(), options.dataset)
-        if options.distributed
-        else None
-    )
-    yield from _open_iterable(
-        options, options.dataset, info, 0, point.worker_states, collate, transform
-    )
-
-
-def _calling_thread_batches(
-    options: LoaderOptions,
-    state: LoaderState,
-    point: ResumePoint,
-    aio: AsyncEpoch | None,
-    recorder: StatsRecorder | None,
-    transform: Transform | None,
-    native: NativeEpoch | None,
-) -> Iterator[Any]:
-    collate = _collate(options, recorder)
-    if options.is_iterable:
-        return _calling_thread_stream(options, state, point, collate, transform)
-    source, dataset = options.index_source, options.dataset
-    plain = aio is None and native is None and transform is None and recorder is None
-    if (
-        plain
-        and type(source) is BatchSampler
-        and type(source.sampler) is SequentialSampler
-        and getattr(dataset, "__getitems__", None) is None
-    ):
-        n, size = len(source.sampler), source.batch_size
-        stop = n - n % size if source.drop_last else n
-        return SequentialItemBatches(dataset, point.skip * size, stop, size, collate)
-    fetch: Callable[[Any], Any]
-    if aio is not None:
-        fetch = aio.fetch_now
-    elif native is not None:
-        fetch = native.fetch_now
-    else:
-        fetch = make_fetch(options.dataset, options.auto_collation)
-    if transform is not None:
-        fetch = transformed_fetch(fetch, transform, options.auto_collation)
-    if recorder is not None:
-        fetch = recorder.timed_fetch(fetch, options.auto_collation)
-    return CallingThreadBatches(skip_batches(options.index_source, point.skip), fetch, collate)
-
-
 def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
     """The epoch's jobs: as data when the batch sampler is ours (a backend may cut
     the batches natively), else the batch sampler's or sampler's iterator."""
@@ -339,8 +253,15 @@ def _start_stream(
         def open_stream(stream_id: int) -> Iterator[Any]:
             worker_id = (stream_id + first) % num_workers
             info = infos[worker_id]
-            return _open_iterable(
-                options, info.dataset, info, worker_id, point.worker_states, collate, transform
+            return open_iterable(
+                info.dataset,
+                info,
+                worker_id,
+                point.worker_states,
+                options.batch_size,
+                options.drop_last,
+                collate,
+                transform,
             )
 
         def on_stream_timeout(position: int) -> BaseException:

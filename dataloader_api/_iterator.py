@@ -27,53 +27,7 @@ class EpochSide(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = [
-    "CallingThreadBatches",
-    "LengthCheckedIterator",
-    "LoaderIterator",
-    "SequentialItemBatches",
-]
-
-
-class CallingThreadBatches:
-    """Map-style batches loaded by ``__next__`` itself; a failed batch does not end the
-    epoch (a generator would be finished by its exception), as in torch."""
-
-    def __init__(
-        self, indices: Iterator[Any], fetch: Callable[[Any], Any], collate: Callable[[Any], Any]
-    ) -> None:
-        self._indices, self._fetch, self._collate = indices, fetch, collate
-
-    def __iter__(self) -> CallingThreadBatches:
-        return self
-
-    def __next__(self) -> Any:
-        return self._collate(self._fetch(next(self._indices)))
-
-
-class SequentialItemBatches:
-    """``CallingThreadBatches`` for the default plan (``batch_size`` over the
-    dataset in order) with items fetched one by one: each batch's items are read
-    straight from its range, with no index list, generator or fetch call."""
-
-    def __init__(
-        self, dataset: Any, start: int, stop: int, size: int, collate: Callable[[Any], Any]
-    ) -> None:
-        self._dataset, self._next, self._stop, self._size = dataset, start, stop, size
-        self._end, self._collate = start + (stop - start) // size * size, collate
-
-    def __iter__(self) -> SequentialItemBatches:
-        return self
-
-    def __next__(self) -> Any:
-        start, dataset = self._next, self._dataset
-        if start < self._end:
-            self._next = start + self._size
-            return self._collate([dataset[i] for i in range(start, start + self._size)])
-        if start < self._stop:  # the shorter last batch
-            self._next = self._stop
-            return self._collate([dataset[i] for i in range(start, self._stop)])
-        raise StopIteration
+__all__ = ["LengthCheckedIterator", "LoaderIterator"]
 
 
 class LoaderIterator:

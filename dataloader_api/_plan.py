@@ -82,6 +82,25 @@ def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
     return fetch
 
 
+def open_iterable(
+    dataset: Any,
+    info: WorkerInfo | None,
+    worker_id: int,
+    states: dict[int, Any],
+    batch_size: int | None,
+    drop_last: bool,
+    collate: Callable[[Any], Any],
+    transform: Callable[[Any, Any], Any] | None,
+) -> Iterator[Any]:
+    """Worker ``worker_id``'s stream of batches, its dataset first given its resumed
+    state from ``states`` (if any) as that worker."""
+    if worker_id in states:
+        with acting_as(info) if info is not None else nullcontext():
+            dataset.load_state_dict(states[worker_id])
+    track_as = worker_id if is_stateful(dataset) else None
+    return iterable_batches(dataset, batch_size, drop_last, collate, info, track_as, transform)
+
+
 def iterable_batches(
     dataset: Any,
     batch_size: int | None,
