@@ -93,6 +93,20 @@ NATIVE_SCENARIOS = {
         " backend=BACKEND)\n"
         "for batch in loader: break"
     ),
+    # A new epoch must not start once exit began: its pool would run native
+    # code through finalization, after the hook's wait.
+    "native code in flight, an epoch started on a daemon thread while exit waits": (
+        "from dataloader_api.kit import exiting\n"
+        "class Held(Native):\n"
+        "    def __getitem__(self, i):\n"
+        "        time.sleep(0.3 if i else 0)\n"
+        "        return i\n"
+        "def run():\n"
+        "    while not exiting(): time.sleep(0.001)\n"
+        "    for _ in DataLoader(Native(), batch_size=16, num_workers=2, backend=BACKEND): pass\n"
+        "threading.Thread(target=run, daemon=True).start()\n"
+        "it = iter(DataLoader(Held(), batch_size=1, num_workers=2, backend=BACKEND)); next(it)"
+    ),
     "native code in flight, break": (
         "for batch in DataLoader(Native(), batch_size=16, num_workers=2, backend=BACKEND):\n"
         "    break"

@@ -31,6 +31,7 @@ from ._transform_hook import Transform, epoch_transform, image_work, transformed
 from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
+from .kit import wait_out_interpreter_exit
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
     from ._aio import AsyncEpoch
@@ -91,12 +92,15 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
             loader=owner,
         )
     else:
+        wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
         workers, owned = _workers_for_epoch(options, state, owner)
         try:
             stream = _start_stream(options, workers, point, aio, recorder, transform, native)
         except BaseException:
             if owned:
                 workers.pool.close()
+            # The exit hook closed the pool under us (its wait lets other threads run).
+            wait_out_interpreter_exit()
             raise
         owner_pool = workers.pool if owned else None
         iterator = iterator_class(

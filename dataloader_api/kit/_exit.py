@@ -11,7 +11,8 @@ frames cannot help, the frames are the user's libraries'. So exit lets the
 jobs already running return first, within a bound::
 
     threading's exit hooks (before finalization, before atexit)
-      1. exiting() becomes True: consumers on other threads park from now on
+      1. exiting() becomes True: consumers on other threads park from now on,
+         and so does an epoch another thread starts (before making its pool)
       2. every registered pool is closed: no job starts
       3. each backend's on_exit_wait(seconds_left) closes its own pools and
          waits for their threads (the rust backend, natively)

@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
 from dataloader_api.kit import (
@@ -145,6 +145,7 @@ class CffiPool:
             self._core.pending.pop(id(task), None)
             if status == lib.DL_NOMEM:
                 raise MemoryError("dataloader_cffi: out of memory queueing a task")
+            wait_out_interpreter_exit()  # closed by the exit hook: park, as a daemon thread
             raise PoolClosedError("the worker pool was closed while this epoch was running")
 
     def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream:
@@ -264,16 +265,17 @@ class MapStream:
             if got == 1:
                 break
             if got < 0 or state.closed:
-                if self._pool.closed:
-                    wait_out_interpreter_exit()
-                    raise PoolClosedError("the worker pool was closed while this epoch was running")
-                raise StopIteration
+                self._closed_under_us()
             if deadline is not None and time.monotonic() >= deadline:
                 position = lib.dl_ring_waiting_for(state.ring)
                 self.close()
                 raise self._on_timeout(position)
         with state.lock:
-            ok, value = state.results.pop(self._position[0])
+            outcome = state.results.pop(self._position[0], None)
+        if outcome is None:  # closed (its results cleared) since the batch was ready
+            self._closed_under_us()
+        ok, value = outcome
+        del outcome  # it holds the error too: see the del below
         self._top_up()
         if ok:
             return value
@@ -281,6 +283,14 @@ class MapStream:
             raise value
         finally:
             del value  # else error -> traceback -> this frame -> error: a cycle
+
+    def _closed_under_us(self) -> NoReturn:
+        """The epoch was closed while the consumer waited: by its pool's close (at
+        interpreter exit, a consumer on another thread parks) or its own."""
+        if self._pool.closed:
+            wait_out_interpreter_exit()
+            raise PoolClosedError("the worker pool was closed while this epoch was running")
+        raise StopIteration
 
     def close(self) -> None:
         self._jobs = None
