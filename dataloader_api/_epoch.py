@@ -31,7 +31,6 @@ from ._transform_hook import Transform, epoch_transform, image_work, transformed
 from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
-from .kit import wait_out_interpreter_exit
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
     from ._aio import AsyncEpoch
@@ -92,6 +91,9 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
             loader=owner,
         )
     else:
+        # Here, not at the top: `import dataloader_api` does not import the kit.
+        from .kit import wait_out_interpreter_exit
+
         wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
         workers, owned = _workers_for_epoch(options, state, owner)
         try:

@@ -72,12 +72,13 @@ def test_each_distribution_ships_the_license():
 
 
 def test_import_leaves_what_the_user_did_not_ask_for():
-    """NumPy (the default collate's), asyncio (async datasets), entry points (the
-    first loader with workers), multiprocessing and torch: none at import time."""
+    """NumPy (the default collate's), asyncio (async datasets), entry points and the
+    backend kit (the first loader with workers), multiprocessing and torch: none at
+    import time."""
     code = (
         "import sys, dataloader_api; "
         "print(sorted(m for m in ('numpy', 'asyncio', 'importlib.metadata', "
-        "'multiprocessing', 'torch') if m in sys.modules))"
+        "'multiprocessing', 'torch', 'dataloader_api.kit') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
