@@ -52,7 +52,15 @@ BROKEN = {
         "test_a_plan_given_as_data_gives_its_own_batches",
         "test_shuffled_laps_equal_the_calling_threads",
     ],
+    "broken-stack": [
+        "test_a_worker_thread_has_a_python_threads_stack",
+        "test_an_item_that_needs_a_deep_stack_runs",
+    ],
+    "broken-thread-end": ["test_a_worker_threads_end_never_crashes"],
 }
+# CPython with gh-119585's fix (3.12.5+, 3.13+) clears a state at gilstate counter 1
+# itself, so there the thread end that broken-thread-end gets wrong cannot crash.
+CPYTHON_GUARDS_THREAD_END = sys.version_info >= (3, 12, 5)
 
 
 def run_suite(backend: str, tests: list[str]) -> subprocess.CompletedProcess[str]:
@@ -82,6 +90,8 @@ def run_suite(backend: str, tests: list[str]) -> subprocess.CompletedProcess[str
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_suite_fails_on_a_backend_that_breaks_its_property(name):
+    if name == "broken-thread-end" and CPYTHON_GUARDS_THREAD_END:
+        pytest.skip(f"CPython {sys.version.split()[0]} ends such a thread safely itself")
     if name not in dataloader_api.backends():
         pytest.fail(f"{name} is not installed: pip install {HERE / 'broken'}")
     result = run_suite(name, BROKEN[name])

@@ -102,8 +102,9 @@ Fork
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -118,6 +119,7 @@ __all__ = [
     "StreamSpec",
     "WorkerPool",
     "process_id",
+    "python_thread_stack_size",
 ]
 
 _process_id = os.getpid()
@@ -162,20 +164,51 @@ class PoolSpec:
     ``items_in_parallel`` above 1 is only ever passed to a backend whose
     ``Backend.supports_items_in_parallel`` is true (the loader rejects it for
     others); see ``MapWork.getitem``.
+
+    ``stack_size``: bytes of stack each pool thread gets, by default what a
+    ``threading.Thread`` started now would get (:func:`python_thread_stack_size`).
+    A backend that starts its own threads must give them this: user items
+    (NumPy's LU, deep recursion) need what they get on Python's threads.
     """
 
     num_threads: int
     thread_init: Callable[[int], None]
     name: str = "dataloader"
     items_in_parallel: int = 1
+    stack_size: int = field(default_factory=lambda: python_thread_stack_size())
 
     def __post_init__(self) -> None:
-        for field, value in (
-            ("num_threads", self.num_threads),
-            ("items_in_parallel", self.items_in_parallel),
+        for name, value, least in (
+            ("num_threads", self.num_threads, 1),
+            ("items_in_parallel", self.items_in_parallel, 1),
+            ("stack_size", self.stack_size, MIN_STACK_SIZE),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"PoolSpec.{field} must be an int >= 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"PoolSpec.{name} must be an int >= {least}, got {value!r}")
+
+
+# Rust's own default for its threads: a pool thread never gets less.
+MIN_STACK_SIZE = 2 * 1024 * 1024
+# glibc gives new threads RLIMIT_STACK's soft limit; where that is unlimited (or
+# unknown) this is what our threads get instead of the platform's fallback.
+UNLIMITED_STACK_SIZE = 8 * 1024 * 1024
+
+
+def python_thread_stack_size() -> int:
+    """The stack of a ``threading.Thread`` started now: ``threading.stack_size()``
+    when the user set one, else the platform's default for new threads (on Linux,
+    RLIMIT_STACK's soft limit, ``UNLIMITED_STACK_SIZE`` when unlimited); never less
+    than ``MIN_STACK_SIZE``."""
+    chosen = threading.stack_size()
+    if not chosen:
+        try:
+            import resource
+        except ImportError:  # not on Windows
+            chosen = UNLIMITED_STACK_SIZE
+        else:
+            soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+            chosen = UNLIMITED_STACK_SIZE if soft in (resource.RLIM_INFINITY, -1) else soft
+    return max(int(chosen), MIN_STACK_SIZE)
 
 
 def _timed_out(position: int) -> BaseException:

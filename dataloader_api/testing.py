@@ -23,6 +23,7 @@ __all__ = [
     "os_thread_count",
     "python_thread_count",
     "sigint_raises_keyboard_interrupt",
+    "stack_size_of_this_thread",
     "wait_until",
 ]
 
@@ -55,6 +56,30 @@ def python_thread_count() -> int:
     """``threading.active_count()`` once the idle pools are closed, as above."""
     release_idle_workers()
     return threading.active_count()
+
+
+def stack_size_of_this_thread() -> int | None:
+    """Bytes of stack of the calling thread (glibc's ``pthread_getattr_np``), or None
+    where that cannot be read."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        getattr_np = libc.pthread_getattr_np
+    except (OSError, AttributeError):
+        return None
+    libc.pthread_self.restype = ctypes.c_ulong
+    getattr_np.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+    attr = ctypes.create_string_buffer(256)  # larger than any pthread_attr_t
+    if getattr_np(libc.pthread_self(), attr) != 0:
+        return None
+    address, size = ctypes.c_void_p(), ctypes.c_size_t()
+    try:
+        if libc.pthread_attr_getstack(attr, ctypes.byref(address), ctypes.byref(size)) != 0:
+            return None
+    finally:
+        libc.pthread_attr_destroy(attr)
+    return size.value
 
 
 def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:

@@ -20,7 +20,8 @@ ffibuilder.cdef(
     int dl_exiting(void);
 
     void dl_py_setup(void *noop);
-    dl_pool *dl_py_pool_new(int num_threads, void *thread_init, int attach_once, int *status);
+    dl_pool *dl_py_pool_new(int num_threads, size_t stack_size, void *thread_init, int attach_once,
+                            int *status);
     int dl_pool_submit(dl_pool *pool, void *task);
     int dl_pool_close(dl_pool *pool, int wait_ms);
     int dl_pool_wait(dl_pool *pool, int wait_ms);
@@ -58,8 +59,18 @@ static void dl_py_setup(void *noop) { dl_noop = noop; }
 
 /* Attach once: this thread's state, made at its start and kept, detached, for its life. */
 static __thread int dl_attach_once;
-static __thread PyGILState_STATE dl_own_gilstate;
 static __thread PyThreadState *dl_own_state;
+
+/* End this thread's own state (made by PyGILState_Ensure on a new thread) as
+ * PyGILState_Release does when its counter falls to 0, but clearing it while the
+ * counter is still 1: a destructor run by the clear (a threading.local()'s value)
+ * that takes the GIL again through the gilstate API (ctypes callbacks, pybind11,
+ * pyarrow) would otherwise free the state under the clear on CPython 3.11 and
+ * 3.12 < 3.12.5 (gh-119585), a SIGSEGV. */
+static void dl_end_own_state(void) {
+    PyThreadState_Clear(PyThreadState_Get());
+    PyThreadState_DeleteCurrent();
+}
 
 static void dl_call(PyObject *callable) {
     Py_INCREF(callable);
@@ -87,11 +98,11 @@ static void *dl_py_thread_start(void *ctx, int worker_id, int *ok) {
         Py_DECREF(result);
     }
     if (dl_attach_once) {
-        dl_own_gilstate = state;
         dl_own_state = PyEval_SaveThread();
     } else {
-        PyGILState_Release(state); /* deletes the state: each task makes its own */
+        dl_end_own_state(); /* each task makes its own */
     }
+    (void)state; /* made by this call: dl_end_own_state ends it, not PyGILState_Release */
     return NULL;
 }
 
@@ -127,10 +138,11 @@ static void dl_py_thread_end(void *ctx, void *token) {
     (void)token;
     if (!dl_attach_once) return;
     PyEval_RestoreThread(dl_own_state);
-    PyGILState_Release(dl_own_gilstate);
+    dl_end_own_state();
 }
 
-static dl_pool *dl_py_pool_new(int num_threads, void *thread_init, int attach_once, int *status) {
+static dl_pool *dl_py_pool_new(int num_threads, size_t stack_size, void *thread_init,
+                               int attach_once, int *status) {
     dl_py_ctx start = {attach_once, thread_init};
     dl_hooks hooks = {dl_py_thread_start, dl_py_run, NULL, dl_py_thread_end, &start, 0};
 #ifdef Py_GIL_DISABLED
@@ -142,7 +154,7 @@ static dl_pool *dl_py_pool_new(int num_threads, void *thread_init, int attach_on
     (void)dl_py_idle;
 #endif
     /* cffi calls C functions without the GIL, so the starting threads can attach. */
-    return dl_pool_new(num_threads, hooks, status);
+    return dl_pool_new(num_threads, stack_size, hooks, status);
 }
 """,
     sources=[str(HERE / "csrc" / "dlpool.c")],

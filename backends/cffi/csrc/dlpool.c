@@ -122,7 +122,7 @@ static void *worker_main(void *raw) {
     return NULL;
 }
 
-dl_pool *dl_pool_new(int num_threads, dl_hooks hooks, int *status) {
+dl_pool *dl_pool_new(int num_threads, size_t stack_size, dl_hooks hooks, int *status) {
     *status = DL_OK;
     dl_pool *pool = calloc(1, sizeof *pool);
     if (pool == NULL) {
@@ -146,6 +146,14 @@ dl_pool *dl_pool_new(int num_threads, dl_hooks hooks, int *status) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (stack_size > 0 && pthread_attr_setstacksize(&attr, stack_size) != 0) {
+        pthread_attr_destroy(&attr);
+        pthread_cond_destroy(&pool->changed);
+        pthread_mutex_destroy(&pool->lock);
+        free(pool);
+        *status = DL_NOTHREAD;
+        return NULL;
+    }
     pthread_mutex_lock(&pool->lock);
     for (int i = 0; i < num_threads; i++) {
         worker_arg *arg = malloc(sizeof *arg);

@@ -7,6 +7,8 @@
 #ifndef DLPOOL_H
 #define DLPOOL_H
 
+#include <stddef.h>
+
 typedef struct dl_hooks {
     /* Returns a token for thread_end; sets *ok to 0 if the thread must not run tasks. */
     void *(*thread_start)(void *ctx, int worker_id, int *ok);
@@ -27,8 +29,9 @@ enum { DL_OK = 0, DL_NOMEM = 1, DL_NOTHREAD = 2, DL_CLOSED = 3, DL_INIT_FAILED =
 void dl_set_exiting(void);
 int dl_exiting(void);
 
-/* Starts num_threads threads and waits until each ran thread_start. */
-dl_pool *dl_pool_new(int num_threads, dl_hooks hooks, int *status);
+/* Starts num_threads threads (each with stack_size bytes of stack, 0: the
+ * platform default) and waits until each ran thread_start. */
+dl_pool *dl_pool_new(int num_threads, size_t stack_size, dl_hooks hooks, int *status);
 int dl_pool_submit(dl_pool *pool, void *task);
 /* Starts no queued task any more, ends the threads; waits up to wait_ms for them
  * unless exiting. Returns how many are still running (busy in a task). Idempotent. */

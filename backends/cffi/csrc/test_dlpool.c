@@ -86,7 +86,7 @@ static void run_epoch(dl_pool *pool, int window, int in_order, long batches) {
 int main(void) {
     dl_hooks hooks = {on_start, on_run, on_idle, on_end, NULL, 5};
     int status;
-    dl_pool *pool = dl_pool_new(4, hooks, &status);
+    dl_pool *pool = dl_pool_new(4, 0, hooks, &status);
     CHECK(pool != NULL && status == DL_OK);
     CHECK(atomic_load(&started_threads) == 4);
     run_epoch(pool, 8, 1, 2000);

@@ -95,7 +95,11 @@ class CffiPool:
         status = ffi.new("int *")
         init = self._core.init  # alive while the threads start, the only time C uses it
         pool = lib.dl_py_pool_new(
-            spec.num_threads, ffi.cast("void *", id(init)), int(self.attach_once), status
+            spec.num_threads,
+            spec.stack_size,
+            ffi.cast("void *", id(init)),
+            int(self.attach_once),
+            status,
         )
         del init
         if pool == ffi.NULL:

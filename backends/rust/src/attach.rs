@@ -82,25 +82,55 @@ impl Drop for PoolAttached {
     }
 }
 
-fn ensure_guarded() -> ffi::PyGILState_STATE {
+fn ensure_guarded() -> Ensured {
+    // SAFETY: PyGILState_GetThisThreadState only reads this thread's gilstate slot.
+    let created = unsafe { ffi::PyGILState_GetThisThreadState() }.is_null();
     // SAFETY: PyGILState_Ensure takes no argument and returns the C enum
     // PyGILState_STATE, an int; the shim calls it with that signature.
     let state = unsafe { dl_guarded_ensure(ffi::PyGILState_Ensure as *const c_void) };
-    if state == 0 {
+    let state = if state == 0 {
         ffi::PyGILState_STATE::PyGILState_LOCKED
     } else {
         ffi::PyGILState_STATE::PyGILState_UNLOCKED
-    }
+    };
+    Ensured { state, created }
 }
 
 /// Release what `ensure_guarded` took, also when the closure in between panicked.
-struct Ensured(ffi::PyGILState_STATE);
+/// `created`: that call made this thread's state, so releasing it ends the state.
+struct Ensured {
+    state: ffi::PyGILState_STATE,
+    created: bool,
+}
 
 impl Drop for Ensured {
     fn drop(&mut self) {
-        // SAFETY: pairs with the PyGILState_Ensure of ensure_guarded on this thread.
-        unsafe { ffi::PyGILState_Release(self.0) };
+        if self.created {
+            // SAFETY: attached, on the thread whose state ensure_guarded created.
+            unsafe { end_thread_state() };
+        } else {
+            // SAFETY: pairs with the PyGILState_Ensure of ensure_guarded on this thread.
+            unsafe { ffi::PyGILState_Release(self.state) };
+        }
     }
+}
+
+/// Delete the calling thread's state, as `PyGILState_Release` does when its
+/// counter falls to 0, but clearing it while the counter is still 1.
+///
+/// Clearing runs destructors (the values of a `threading.local()`, a frame's
+/// locals). One that takes the interpreter again through the gilstate API
+/// (ctypes callbacks, pybind11 and so torch, pyarrow) would move CPython's
+/// counter 0 -> 1 -> 0 inside the release and free the state under it: a
+/// SIGSEGV on CPython 3.11 and 3.12 before 3.12.5 (gh-119585), the interpreters
+/// our users have. With the counter at 1 it goes 1 -> 2 -> 1 and nothing ends.
+///
+/// # Safety
+/// Attached, with the thread's own state, which no one else still uses.
+unsafe fn end_thread_state() {
+    let own = ffi::PyThreadState_Get();
+    ffi::PyThreadState_Clear(own);
+    ffi::PyThreadState_DeleteCurrent();
 }
 
 /// Start of a pool thread: create its thread state and, when `keep` (attach
@@ -110,14 +140,16 @@ pub fn thread_start<R>(keep: bool, init: impl FnOnce(Python<'_>) -> R) -> Option
     if exiting() {
         return None;
     }
-    let state = ensure_guarded();
+    let ensured = ensure_guarded();
     let result = Python::attach(init);
     if keep {
-        OWN_STATE.with(|own| own.set(Some(state)));
+        OWN_STATE.with(|own| own.set(Some(ensured.state)));
+        // thread_end releases it.
+        std::mem::forget(ensured);
         // SAFETY: attached; the state stays alive (gilstate counter 1) while detached.
         unsafe { ffi::PyEval_SaveThread() };
     } else {
-        drop(Ensured(state));
+        drop(ensured);
     }
     Some(result)
 }
@@ -131,13 +163,16 @@ pub fn thread_end() {
     if exiting() {
         return;
     }
-    // Re-activate the kept state, then release the last reference to it.
+    // Re-activate the kept state, then end it (it is the only reference).
     // SAFETY: this thread's own state, detached since thread_start.
     unsafe {
         let own = ffi::PyGILState_GetThisThreadState();
         dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, own.cast());
     }
-    drop(Ensured(state));
+    drop(Ensured {
+        state,
+        created: true,
+    });
 }
 
 /// Run `f` attached, on a pool thread that is detached. With attach once this
@@ -147,7 +182,7 @@ pub fn with_python<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
     if exiting() {
         return None;
     }
-    let _ensured = Ensured(ensure_guarded());
+    let _ensured = ensure_guarded();
     Some(Python::attach(|py| {
         let _counted = PoolAttached::enter();
         f(py)

@@ -53,6 +53,8 @@ pub struct PoolSpec {
     pub thread_init: Py<PyAny>,
     pub name: String,
     pub items_in_parallel: usize,
+    /// Bytes of stack for each pool thread: what Python's own threads get.
+    pub stack_size: usize,
 }
 
 impl PoolSpec {
@@ -65,11 +67,13 @@ impl PoolSpec {
             PyTypeError::new_err(format!("PoolSpec.name must be a str, got {}", repr(&name)))
         })?;
         let items_in_parallel = field(spec, CLASS, "items_in_parallel")?;
+        let stack_size = field(spec, CLASS, "stack_size")?;
         Ok(PoolSpec {
             num_threads,
             thread_init,
             name,
             items_in_parallel: count(&items_in_parallel, CLASS, "items_in_parallel")?,
+            stack_size: count(&stack_size, CLASS, "stack_size")?,
         })
     }
 }

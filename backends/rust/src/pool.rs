@@ -142,6 +142,7 @@ impl Pool {
             thread_init,
             name,
             items_in_parallel,
+            stack_size,
         } = contract::PoolSpec::read(spec)?;
         // rayon quietly runs fewer; every thread_init must run before this returns.
         if num_threads > rayon::max_num_threads() {
@@ -163,8 +164,10 @@ impl Pool {
                 let shared = Arc::clone(&spawn_shared);
                 let init = Arc::clone(&thread_init);
                 shared.thread_started();
+                // std's default is 2 MiB; OpenBLAS's parallel LU alone needs more.
                 let spawned = std::thread::Builder::new()
                     .name(format!("{prefix}-{}", thread.index()))
+                    .stack_size(stack_size)
                     .spawn(move || worker_main(thread, shared, init, attach_once));
                 if spawned.is_err() {
                     spawn_shared.thread_exited();

@@ -318,7 +318,13 @@ def test_bad_specs_are_refused_by_the_contract():
 
 
 def _pool_spec(**fields):
-    values = {"num_threads": 1, "thread_init": lambda i: None, "name": "t", "items_in_parallel": 1}
+    values = {
+        "num_threads": 1,
+        "thread_init": lambda i: None,
+        "name": "t",
+        "items_in_parallel": 1,
+        "stack_size": 8 << 20,
+    }
     return SimpleNamespace(**{**values, **fields})
 
 
@@ -337,6 +343,7 @@ def _stream(**fields):
         ({"num_threads": 10**6}, ValueError, r"more than rayon runs in one pool"),
         ({"items_in_parallel": -1}, ValueError, r"PoolSpec.items_in_parallel must be"),
         ({"name": None}, TypeError, r"PoolSpec.name must be a str"),
+        ({"stack_size": 0}, ValueError, r"PoolSpec.stack_size must be an int >= 1, got 0"),
         ({"thread_init": None}, TypeError, r"'NoneType' object is not callable"),
     ],
 )

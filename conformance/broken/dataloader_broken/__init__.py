@@ -211,6 +211,51 @@ class _ExitPool(_Wrapped):
         _exit._closed_pools.remove(self.inner)
 
 
+class _StackPool(_Wrapped):
+    """Starts its threads with a 512 KiB stack: less than Python's threads get."""
+
+    def __init__(self, spec: PoolSpec) -> None:
+        previous = threading.stack_size(512 * 1024)
+        try:
+            super().__init__(spec)
+        finally:
+            threading.stack_size(previous)
+
+
+class _ThreadEndPool(_Wrapped):
+    """Runs every fetch on a new C thread whose Python state ctypes makes with
+    PyGILState_Ensure and ends with PyGILState_Release: the release clears the
+    state at counter 0, so a freed value that takes the GIL again deletes the
+    state under the clear (CPython before gh-119585's fix: 3.11, 3.12 < 3.12.5)."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        fetch = work.fetch
+
+        def fetch_on_a_c_thread(indices: Any) -> Any:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            box: list[Any] = []
+
+            def body(_: Any) -> None:
+                try:
+                    box.append((True, fetch(indices)))
+                except BaseException as error:  # re-raised on the pool's thread
+                    box.append((False, error))
+
+            start = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(body)
+            thread = ctypes.c_ulong()
+            if libc.pthread_create(ctypes.byref(thread), None, start, None) != 0:
+                raise RuntimeError("pthread_create failed")
+            libc.pthread_join(thread, None)
+            ok, value = box[0]
+            if not ok:
+                raise value
+            return value
+
+        return super().map_batches(replace(work, fetch=fetch_on_a_c_thread), stream)
+
+
 class _ImagesPool(_Wrapped):
     """Runs MapWork.images itself, but leaves each job's first item untransformed."""
 
@@ -299,6 +344,8 @@ BrokenInit = _backend("broken-init", _InitPool)
 BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
 BrokenImages = _backend("broken-images", _ImagesPool)
+BrokenStack = _backend("broken-stack", _StackPool)
+BrokenThreadEnd = _backend("broken-thread-end", _ThreadEndPool)
 BrokenPlan = _backend("broken-plan", _PlanPool)
 BrokenReader = _backend(
     "broken-reader", _Wrapped, open_reader=lambda self, spec, n: _SwallowingReader(spec, n)
