@@ -6,6 +6,7 @@ sampler, so every backend and every worker count receives the same jobs.
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
@@ -28,11 +29,35 @@ class TrackedBatch:
     state: Any
 
 
+def resume_protocol_problem(dataset: Any) -> str | None:
+    """Why an iterable dataset does not follow the resume protocol (``state_dict()``
+    without arguments, ``load_state_dict(state)``), or None when it does.
+
+    litdata's ``StreamingDataset.state_dict`` takes three arguments: such a dataset
+    is iterated like any other, and only taking a state says why it cannot."""
+    state_dict = getattr(dataset, "state_dict", None)
+    if not (callable(state_dict) and callable(getattr(dataset, "load_state_dict", None))):
+        return "has no state_dict()/load_state_dict()"
+    try:
+        signature = inspect.signature(state_dict)
+    except (TypeError, ValueError):
+        return None  # a builtin without a signature: assume it takes none
+    try:
+        signature.bind()
+    except TypeError:
+        bare = inspect.Signature(
+            [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+        )
+        return (
+            f"has a state_dict{bare} that needs arguments, and the loader calls "
+            "dataset.state_dict() with none"
+        )
+    return None
+
+
 def is_stateful(dataset: Any) -> bool:
     """Whether an iterable dataset follows the resume protocol."""
-    return callable(getattr(dataset, "state_dict", None)) and callable(
-        getattr(dataset, "load_state_dict", None)
-    )
+    return resume_protocol_problem(dataset) is None
 
 
 class EpochPlan:
@@ -101,6 +126,19 @@ def open_iterable(
     return iterable_batches(dataset, batch_size, drop_last, collate, info, track_as, transform)
 
 
+def _by_next(iterator: Iterator[Any]) -> Iterator[Any]:
+    """``iterator``'s items through ``next()`` alone, as torch's fetcher takes them:
+    ``islice`` or ``for`` would call ``iter()`` on it again, which restarts an
+    iterator whose ``__iter__`` starts the epoch and returns ``self`` (litdata's
+    ``StreamingDataset``), so its epoch would never end."""
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        yield item
+
+
 def iterable_batches(
     dataset: Any,
     batch_size: int | None,
@@ -123,7 +161,7 @@ def iterable_batches(
         return acting_as(info) if info is not None else nullcontext()
 
     with as_worker():
-        items = iter(dataset)
+        items = _by_next(iter(dataset))
     if transform is not None:
         items = transformed_stream(items, transform)
     while True:

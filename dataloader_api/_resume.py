@@ -14,7 +14,7 @@ from typing import Any
 
 from ._batch_sampler import BatchSampler, load_sampler_state, sampler_state
 from ._options import LoaderOptions
-from ._plan import is_stateful
+from ._plan import resume_protocol_problem
 from ._state import LoaderState
 
 __all__ = ["ResumePoint", "capture_epoch_start", "load_state", "resume_point", "take_state"]
@@ -94,10 +94,11 @@ def take_state(options: LoaderOptions, state: LoaderState) -> dict[str, Any]:
         return dict(state.pending)
     live = state.live()
     running = live is not None and not live.finished
-    if options.is_iterable and not is_stateful(options.dataset):
+    problem = resume_protocol_problem(options.dataset) if options.is_iterable else None
+    if problem is not None:
         raise TypeError(
-            f"cannot take a state: iterable dataset {type(options.dataset).__name__} has no "
-            "state_dict()/load_state_dict() (see the user guide's resume section)"
+            f"cannot take a state: iterable dataset {type(options.dataset).__name__} {problem} "
+            "(see the user guide's resume section)"
         )
     if running:
         start = state.epoch_start
@@ -134,10 +135,10 @@ def load_state(options: LoaderOptions, state: LoaderState, loaded: dict[str, Any
         load_sampler_state(options.index_source, loaded["sampler_state"])
         state.worker_seeds.load_state_dict(loaded["worker_seeds"])
         state.pool_seed_state = state.worker_seeds.state_dict()
-    elif not is_stateful(options.dataset):
+    elif (problem := resume_protocol_problem(options.dataset)) is not None:
         raise TypeError(
-            f"cannot resume: iterable dataset {type(options.dataset).__name__} has no "
-            "state_dict()/load_state_dict()"
+            f"cannot resume: iterable dataset {type(options.dataset).__name__} {problem} "
+            "(see the user guide's resume section)"
         )
     state.epochs_started = int(loaded["epoch"])
     state.pending = dict(loaded)
