@@ -200,8 +200,9 @@ def install_suite(session: nox.Session) -> None:
     """The project plus what the unit tests and the conformance suite need."""
     extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
     if session.python in ("3.11", "3.12", "3.13"):
-        # The async tests run on uvloop where it has wheels (not free-threaded builds).
-        extra.append("uvloop")
+        # The async tests run on uvloop where it has wheels (not free-threaded builds);
+        # the LMDB recipe's test on lmdb likewise (its 3.13t release needs cffi).
+        extra += ["uvloop", "lmdb"]
     install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
 
 

@@ -28,6 +28,7 @@ from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_worker_info import patch_torch_worker_info
 from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
+from ._worker_copies import per_worker_fetch
 from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
@@ -305,9 +306,11 @@ def _start_stream(
         if options.items_in_parallel > 1:
             getitem = native.item_fetch
     else:
-        jobs, fetch = plan, make_fetch(options.dataset, options.auto_collation)
+        # Each worker calls its own copy of the dataset (_worker_copies).
+        infos, dataset, batched = workers.infos, options.dataset, options.auto_collation
+        jobs, fetch = plan, per_worker_fetch(infos, dataset, lambda d: make_fetch(d, batched))
         if options.items_in_parallel > 1:
-            getitem = options.dataset.__getitem__
+            getitem = per_worker_fetch(infos, dataset, lambda d: d.__getitem__)
     images = None
     if transform is not None:
         if options.auto_collation and getitem is None:

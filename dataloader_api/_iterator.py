@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from time import perf_counter
 from typing import Any, Protocol
 
-from ._errors import DataLoaderTimeoutError
+from ._errors import DataLoaderTimeoutError, note_thread_pitfall
 from ._plan import TrackedBatch
 from ._stats import EpochStats, StatsRecorder
 from ._workers import join_pools
@@ -95,8 +95,9 @@ class LoaderIterator:
                 raise
             except DataLoaderTimeoutError:
                 raise
-            except Exception:
+            except Exception as error:
                 self.position += 1  # that batch was delivered, as its exception
+                note_thread_pitfall(error)
                 raise
             self.position += 1
         if type(batch) is TrackedBatch:
@@ -121,9 +122,10 @@ class LoaderIterator:
         except DataLoaderTimeoutError:
             recorder.waited(perf_counter() - start)
             raise
-        except Exception:
+        except Exception as error:
             self.position += 1  # that batch was delivered, as its exception
             recorder.delivered(perf_counter() - start)
+            note_thread_pitfall(error)
             raise
         recorder.delivered(perf_counter() - start)
         self.position += 1

@@ -100,6 +100,11 @@ class DataLoader(Generic[T_co]):
             image pipeline (its random ops keyed by ``seed``, epoch and index).
             For an iterable dataset the index is the item's position in its
             worker's stream.
+        share_dataset: ``False`` (default): each worker thread calls its own
+            shallow copy of the dataset, as each torch worker process has its
+            own, so per-worker state on ``self`` (a handle opened lazily) stays
+            per worker; ``True``: every worker calls this one object (a cache
+            meant for all workers).
     """
 
     _options: LoaderOptions
@@ -135,6 +140,7 @@ class DataLoader(Generic[T_co]):
         epoch_summary: bool | Callable[[EpochStats], None] = False,
         collect_stats: bool = False,
         transform: Callable[[Any, Any], Any] | Any = None,
+        share_dataset: bool = False,
     ) -> None:
         arguments = {name: value for name, value in locals().items() if name != "self"}
         options = build_options(
@@ -164,6 +170,7 @@ class DataLoader(Generic[T_co]):
             epoch_summary,
             collect_stats,
             transform,
+            share_dataset,
         )
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
@@ -215,6 +222,7 @@ class DataLoader(Generic[T_co]):
     event_loop = _option("event_loop")
     epoch_summary = _option("epoch_summary")
     collect_stats = _option("collect_stats")
+    share_dataset = _option("share_dataset")
     window = _option(
         "window",
         "Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``.",

@@ -79,6 +79,8 @@ class LoaderOptions:
     worker_seed_base: int | None
     # f(index, item) on the workers, or a transforms.Compose (bound per epoch).
     transform: Any = None
+    # Every worker calls the one dataset object instead of its own copy.
+    share_dataset: bool = False
 
     @property
     def window(self) -> int:
@@ -146,6 +148,7 @@ def build_options(
     epoch_summary: bool | Callable[[EpochStats], None],
     collect_stats: bool,
     transform: Any = None,
+    share_dataset: bool = False,
 ) -> LoaderOptions:
     """Check every argument of ``DataLoader(...)`` (same rules and messages as torch
     where torch has the argument) and make the choices they imply."""
@@ -326,4 +329,5 @@ def build_options(
         agetitem=agetitem,
         worker_seed_base=worker_seed_base,
         transform=transform,
+        share_dataset=check_bool("share_dataset", share_dataset),
     )

@@ -9,7 +9,6 @@ it or, when the epoch ran to its end, leaves it idle.
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 import warnings
@@ -18,6 +17,7 @@ from typing import Any
 from . import _idle_pools as idle_pools
 from ._options import LoaderOptions
 from ._seeding import EpochSeeds, IteratorSeeds
+from ._worker_copies import worker_dataset
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import PoolSpec, WorkerPool, process_id
 
@@ -56,21 +56,6 @@ def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any)
     return WorkerInfo(worker_id, options.num_workers, seed, dataset, rank, world_size, worker_id)
 
 
-def _worker_dataset(options: LoaderOptions) -> Any:
-    # Each worker of an iterable dataset gets its own shallow copy, as each
-    # torch worker gets its own copy: worker_init_fn may then configure
-    # worker_info.dataset for its shard. Arrays and the like stay shared.
-    if not options.is_iterable:
-        return options.dataset
-    try:
-        return copy.copy(options.dataset)
-    except Exception as error:
-        raise TypeError(
-            f"iterable dataset {type(options.dataset).__name__} cannot be shallow-copied for "
-            f"each worker thread ({error}); define __copy__ for it"
-        ) from error
-
-
 def _usable_cpus() -> int:
     global _cpus
     if _cpus is None:
@@ -107,7 +92,7 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
     _warn_if_more_workers_than_cpus(options.num_workers)
     base_seed = seeds.next_seed()
     infos = [
-        worker_info(options, worker_id, base_seed + worker_id, _worker_dataset(options))
+        worker_info(options, worker_id, base_seed + worker_id, worker_dataset(options))
         for worker_id in range(options.num_workers)
     ]
     shared = idle_pools.reusable(options)

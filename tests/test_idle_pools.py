@@ -55,8 +55,11 @@ def test_a_new_loader_takes_a_finished_epochs_threads_with_its_own_worker_info(b
     loader = DataLoader(second, batch_size=4, num_workers=2, backend=backend, seed=3)
     assert [b.tolist() for b in loader] == [list(range(i, i + 4)) for i in range(0, 40, 4)]
     assert {str(t) for _, t, _, _ in second.log} <= threads_after_first  # none started
-    # Every item of the second loader ran as one of its own workers.
-    assert all(dataset is second for _, _, dataset, _ in second.log)
+    # Every item of the second loader ran as one of its own workers: on that
+    # worker's copy of its dataset (the copies share the log).
+    assert all(
+        dataset is not second and dataset.log is second.log for _, _, dataset, _ in second.log
+    )
     again = Seen(40)
     list(DataLoader(again, batch_size=4, num_workers=2, backend=backend, seed=3))
     # The same seed gives the same worker seeds, whichever pool ran them.

@@ -155,6 +155,24 @@ class _AttachPool(_Wrapped):
         return super().map_batches(replace(work, fetch=fetch_on_new_thread), stream)
 
 
+class _CopiesPool(_Wrapped):
+    """Runs every fetch on one helper thread of its own, which never ran
+    PoolSpec.thread_init: no worker's copy of the dataset is called there."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        fetch, lock = work.fetch, threading.Lock()
+
+        def fetch_on_the_helper(indices: Any) -> Any:
+            box: list[Any] = []
+            with lock:
+                helper = threading.Thread(target=lambda: box.append(fetch(indices)))
+                helper.start()
+                helper.join()
+            return box[0]
+
+        return super().map_batches(replace(work, fetch=fetch_on_the_helper), stream)
+
+
 class _IterablePool(_Wrapped):
     """Opens every stream as worker 0: each worker yields worker 0's shard."""
 
@@ -345,6 +363,7 @@ BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
 BrokenImages = _backend("broken-images", _ImagesPool)
 BrokenStack = _backend("broken-stack", _StackPool)
+BrokenCopies = _backend("broken-copies", _CopiesPool)
 BrokenThreadEnd = _backend("broken-thread-end", _ThreadEndPool)
 BrokenPlan = _backend("broken-plan", _PlanPool)
 BrokenReader = _backend(
