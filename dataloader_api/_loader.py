@@ -185,6 +185,12 @@ class DataLoader(Generic[T_co]):
                 f"{name} attribute should not be set after {type(self).__name__} is "
                 "initialized; build a new DataLoader with the value you want"
             )
+        option = getattr(type(self), name, None)
+        if isinstance(option, property) and option.fset is None and "_options" in self.__dict__:
+            raise AttributeError(
+                f"{name} is read-only on a built {type(self).__name__} (its options are "
+                f"checked once); build a new DataLoader with {name}={value!r}"
+            )
         object.__setattr__(self, name, value)
 
     dataset = _option("dataset")

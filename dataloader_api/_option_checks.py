@@ -120,7 +120,8 @@ def check_async(
     if agetitem is None:
         if given:
             raise ValueError(
-                f"{' and '.join(given)} only apply to async datasets (a map-style dataset "
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to async "
+                "datasets (a map-style dataset "
                 "with an async def __getitem__ or __agetitem__); this one is not async"
             )
         return

@@ -8,6 +8,7 @@ function, the backend) are made here too, so an epoch only executes them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from ._option_checks import (
     check_multiprocessing_context,
     check_positive_int,
 )
+from ._registry import ENV_VAR as BACKEND_ENV_VAR
 from ._registry import resolve_backend
 from ._samplers import RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
@@ -283,7 +285,9 @@ def build_options(
     if collate_fn is None:
         collate_fn = _collate.default_collate if auto_collation else _collate.default_convert
 
-    resolved = resolve_backend(backend) if num_workers > 0 or backend is not None else None
+    # $DATALOADER_BACKEND is checked whatever num_workers is, as backend= is.
+    named = backend is not None or os.environ.get(BACKEND_ENV_VAR, "").strip()
+    resolved = resolve_backend(backend) if num_workers > 0 or named else None
     check_positive_int("items_in_parallel", items_in_parallel)
     if items_in_parallel > 1:
         check_items_in_parallel(

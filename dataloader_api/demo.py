@@ -102,7 +102,9 @@ def print_rows(rows: list[tuple[str, int, float, float]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dataloader_api.demo", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--items", type=int, default=4096, help="dataset length (default 4096)")
     parser.add_argument("--workers", type=int, default=2, help="worker threads (default 2)")
     parser.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")

@@ -155,8 +155,8 @@ def test_auto_uses_uvloop_when_installed():
 @pytest.mark.parametrize(
     ("dataset", "kwargs", "error", "message"),
     [
-        (list(range(4)), {"max_concurrency": 3}, ValueError, "only apply to async datasets"),
-        (list(range(4)), {"event_loop": "asyncio"}, ValueError, "only apply to async datasets"),
+        (list(range(4)), {"max_concurrency": 3}, ValueError, "applies only to async datasets"),
+        (list(range(4)), {"event_loop": "asyncio"}, ValueError, "applies only to async datasets"),
         (Sleepy(4), {"max_concurrency": 0}, ValueError, "max_concurrency option should be"),
         (Sleepy(4), {"event_loop": "trio"}, ValueError, "event_loop option should be one of"),
         (

@@ -18,3 +18,39 @@ def test_the_guide_has_examples():
 @pytest.mark.parametrize(("code", "name"), BLOCKS, ids=[name for _, name in BLOCKS])
 def test_example_runs(code, name, capsys):
     exec(compile(code, f"{GUIDE.name}:{name}", "exec"), {"__name__": f"example_{name}"})
+
+
+DOCS = [GUIDE.parents[1] / "README.md", *sorted(GUIDE.parent.glob("*.md"))]
+PYTHON_BLOCKS = [
+    pytest.param(code, id=f"{path.name}:{text[: match.start()].count(chr(10)) + 1}")
+    for path in DOCS
+    for text in [path.read_text()]
+    for match in re.finditer(r"```python\n(.*?)```", text, re.S)
+    for code in [match.group(1)]
+]
+
+
+@pytest.mark.parametrize("code", PYTHON_BLOCKS)
+def test_every_python_block_is_python(code):
+    """A block marked Python parses as Python (the id is the file and line)."""
+    compile(code, "<doc>", "exec")
+
+
+def test_the_signature_in_the_guide_is_the_loaders():
+    import inspect
+
+    from dataloader_api import DataLoader
+
+    namespace: dict = {}
+    block = re.search(r"```python\n(class DataLoader:.*?)```", GUIDE.read_text(), re.S)
+    assert block is not None
+    exec(block.group(1), namespace)
+    assert inspect.signature(namespace["DataLoader"].__init__) == inspect.signature(
+        DataLoader.__init__
+    ).replace(
+        return_annotation=inspect.Signature.empty,
+        parameters=[
+            p.replace(annotation=p.empty)
+            for p in inspect.signature(DataLoader.__init__).parameters.values()
+        ],
+    )

@@ -114,5 +114,5 @@ def test_max_concurrency_caps_native_file_reads_or_warns(tree, reads):
     else:
         with pytest.warns(UserWarning, match="max_concurrency=1 is not applied: threads reads"):
             assert len([x for b in loader for x in b]) == 20
-    with pytest.raises(ValueError, match="event_loop='asyncio' only apply to async datasets"):
+    with pytest.raises(ValueError, match="event_loop='asyncio' applies only to async datasets"):
         DataLoader(data, num_workers=2, event_loop="asyncio")

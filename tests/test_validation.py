@@ -197,7 +197,11 @@ def test_options_torch_fixes_after_init_raise_value_error(name, value):
 
 def test_other_options_are_read_only_not_silently_ignored():
     loader = DataLoader(list(range(10)), batch_size=2)
-    with pytest.raises(AttributeError):
+    with pytest.raises(
+        AttributeError,
+        match=r"num_workers is read-only on a built DataLoader .*build a new DataLoader "
+        r"with num_workers=2",
+    ):
         loader.num_workers = 2
     assert loader.num_workers == 0
 
@@ -237,3 +241,18 @@ def test_datasets_are_generic_like_torchs():
     from dataloader_api import Dataset, IterableDataset
 
     assert Dataset[int] is not None and IterableDataset[str] is not None
+
+
+def test_an_invalid_backend_variable_is_an_error_without_workers_too(monkeypatch):
+    monkeypatch.setenv("DATALOADER_BACKEND", "rusty")
+    for num_workers in (0, 2):
+        with pytest.raises(ValueError, match=r"DATALOADER_BACKEND='rusty' is not an installed"):
+            DataLoader(list(range(4)), num_workers=num_workers)
+
+
+def test_the_demo_names_itself_as_it_is_run(capsys):
+    from dataloader_api import demo
+
+    with pytest.raises(SystemExit):
+        demo.main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m dataloader_api.demo")
