@@ -401,6 +401,7 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_distributed.py",
         "tests/test_frameworks.py",
         "tests/test_torch_seeding.py",
+        "tests/test_torch_global_rng.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
         "tests/test_validation.py",
