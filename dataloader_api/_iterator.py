@@ -188,10 +188,12 @@ class LengthCheckedIterator(LoaderIterator):
                 "fetched. "
             )
             if self.workers > 0:
+                # torch's sentence (its tests match it), then what holds for threads.
                 message += (
-                    "With worker threads, this could be caused by each worker yielding the "
-                    "whole stream: shard it by get_worker_info() (see IterableDataset in "
-                    "the PyTorch docs for examples)."
+                    "For multiprocessing data-loading, this could be caused by not properly "
+                    "configuring the IterableDataset replica at each worker; this loader's "
+                    "worker threads each iterate their own replica too: shard it by "
+                    "get_worker_info() (see IterableDataset in the PyTorch docs for examples)."
                 )
             warnings.warn(message, UserWarning, stacklevel=2)
         return batch

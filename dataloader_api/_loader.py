@@ -17,7 +17,7 @@ from ._options import LoaderOptions, build_options
 from ._resume import load_state, take_state
 from ._state import LoaderState
 from ._stats import EpochStats
-from ._workers import join_pools
+from ._workers import join_pools, warn_if_more_workers_than_cpus
 
 __all__ = ["DataLoader", "LoaderIterator"]
 
@@ -174,6 +174,7 @@ class DataLoader(Generic[T_co]):
         )
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
+        warn_if_more_workers_than_cpus(options.num_workers, stacklevel=3)
         hook_frameworks(DataLoader)  # Lightning and accelerate then shard this loader
         object.__setattr__(
             self, "_state", LoaderState.new(options.worker_seed_base, options.generator)
@@ -233,6 +234,36 @@ class DataLoader(Generic[T_co]):
         "window",
         "Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``.",
     )
+
+    # torch's private attributes that its tests and some libraries read.
+    @property
+    def _auto_collation(self) -> bool:
+        """Batches are lists of items collated together (torch's attribute)."""
+        return self._options.auto_collation
+
+    @property
+    def _index_sampler(self) -> Any:
+        """What an epoch draws indices from: the batch sampler when batching,
+        else the sampler (torch's attribute)."""
+        return self._options.index_source
+
+    @property
+    def _dataset_kind(self) -> int:
+        """torch's ``_DatasetKind``: 0 map-style, 1 iterable."""
+        return 1 if self._options.is_iterable else 0
+
+    @property
+    def _IterableDataset_len_called(self) -> int | None:  # noqa: N802 (torch's name)
+        """``len(dataset)`` once ``len(loader)`` was taken of an iterable dataset, else
+        None (torch's attribute and value)."""
+        if self._state.iterable_len_called is None:
+            return None
+        return len(self._options.dataset)
+
+    @property
+    def _iterator(self) -> LoaderIterator | None:
+        """The live epoch of persistent workers (torch keeps it only for them)."""
+        return self._state.live() if self._options.persistent_workers else None
 
     def __len__(self) -> int:
         length = epoch_length(self._options)

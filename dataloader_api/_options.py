@@ -156,8 +156,8 @@ def build_options(
     where torch has the argument) and make the choices they imply."""
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(
-            "num_workers option should be a non-negative int; use num_workers=0 to "
-            f"load on the calling thread, but got num_workers={num_workers!r}"
+            "num_workers option should be non-negative (an int >= 0); use num_workers=0 "
+            f"to load on the calling thread, but got num_workers={num_workers!r}"
         )
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
         raise ValueError(f"timeout option should be non-negative, but got timeout={timeout!r}")

@@ -21,7 +21,13 @@ from ._worker_copies import worker_dataset
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import PoolSpec, WorkerPool, process_id
 
-__all__ = ["Workers", "join_pools", "new_workers", "worker_info"]
+__all__ = [
+    "Workers",
+    "join_pools",
+    "new_workers",
+    "warn_if_more_workers_than_cpus",
+    "worker_info",
+]
 
 
 class Workers:
@@ -69,7 +75,9 @@ def _usable_cpus() -> int:
 _cpus: int | None = None
 
 
-def _warn_if_more_workers_than_cpus(num_workers: int) -> None:
+def warn_if_more_workers_than_cpus(num_workers: int, stacklevel: int) -> None:
+    """torch's warning, where torch gives it: when a loader is built and when each
+    epoch's workers start."""
     cpus = _usable_cpus()
     if num_workers > cpus:
         # torch's warning (check_worker_number_rationality), with threads for processes.
@@ -81,7 +89,7 @@ def _warn_if_more_workers_than_cpus(num_workers: int) -> None:
             "worker number to avoid potential slowness/freeze if necessary. (Threads that "
             "mostly wait on I/O cost little: filter this warning if yours do.)",
             UserWarning,
-            stacklevel=6,
+            stacklevel=stacklevel,
         )
 
 
@@ -89,7 +97,7 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
     """A pool of ``num_workers`` threads, seeded from the next seed of ``seeds``: a
     new one, or an idle one an earlier loader's finished epoch left."""
     assert options.backend is not None
-    _warn_if_more_workers_than_cpus(options.num_workers)
+    warn_if_more_workers_than_cpus(options.num_workers, stacklevel=6)
     base_seed = seeds.next_seed()
     infos = [
         worker_info(options, worker_id, base_seed + worker_id, worker_dataset(options))

@@ -337,3 +337,33 @@ def test_torchs_warnings_are_given_too(kwargs, prefix):
     theirs = [m for m in warnings_of(TorchDataLoader, **kwargs) if m.startswith(prefix)]
     ours = [m for m in warnings_of(DataLoader, **kwargs) if m.startswith(prefix)]
     assert theirs and ours  # torch warns on each batch past the length, we once
+
+
+def test_private_attributes_equal_torchs():
+    """What torch's own tests and some libraries read from a DataLoader."""
+    import warnings
+
+    from dataloader_api import IterableDataset as OurIterable
+
+    class Stream(OurIterable, torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(5))
+
+        def __len__(self):
+            return 5
+
+    for dataset, kwargs in [
+        (list(range(10)), {"batch_size": 3}),
+        (list(range(10)), {"batch_size": None}),
+        (Stream(), {"batch_size": 2}),
+    ]:
+        theirs = torch.utils.data.DataLoader(dataset, **kwargs)
+        ours = DataLoader(dataset, **kwargs)
+        assert ours._auto_collation == theirs._auto_collation
+        assert ours._dataset_kind == theirs._dataset_kind
+        if not isinstance(dataset, Stream):
+            assert list(ours._index_sampler) == list(theirs._index_sampler)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert len(ours) == len(theirs)
+        assert ours._IterableDataset_len_called == theirs._IterableDataset_len_called

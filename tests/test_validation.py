@@ -20,7 +20,7 @@ DATA = list(range(10))
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"num_workers": -1}, ValueError, "num_workers option should be a non-negative int"),
+        ({"num_workers": -1}, ValueError, "num_workers option should be non-negative"),
         ({"num_workers": 1.5}, ValueError, "num_workers"),
         ({"timeout": -1}, ValueError, "timeout option should be non-negative"),
         ({"prefetch_factor": 2}, ValueError, "prefetch_factor option could only be specified"),
@@ -256,3 +256,36 @@ def test_the_demo_names_itself_as_it_is_run(capsys):
     with pytest.raises(SystemExit):
         demo.main(["--help"])
     assert capsys.readouterr().out.startswith("usage: python -m dataloader_api.demo")
+
+
+def test_more_workers_than_cpus_warns_when_built_as_torch_does():
+    import os
+
+    cpus = len(os.sched_getaffinity(0))
+    with pytest.warns(UserWarning, match="excessive worker creation might get DataLoader running"):
+        DataLoader(list(range(4)), num_workers=cpus + 1)
+
+
+def test_torchs_private_attributes_answer_as_torchs():
+    from dataloader_api import IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(5))
+
+        def __len__(self):
+            return 5
+
+    batched = DataLoader(list(range(10)), batch_size=3)
+    assert batched._auto_collation is True and batched._dataset_kind == 0
+    assert list(batched._index_sampler) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    single = DataLoader(list(range(3)), batch_size=None)
+    assert single._auto_collation is False and list(single._index_sampler) == [0, 1, 2]
+    stream = DataLoader(Stream(), batch_size=2)
+    assert stream._dataset_kind == 1 and stream._IterableDataset_len_called is None
+    assert len(stream) == 3 and stream._IterableDataset_len_called == 5  # torch's: len(dataset)
+    persistent = DataLoader(list(range(4)), num_workers=1, persistent_workers=True)
+    assert persistent._iterator is None
+    iterator = iter(persistent)
+    assert persistent._iterator is iterator
+    persistent.close()
