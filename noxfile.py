@@ -390,8 +390,20 @@ def bench_report(session: nox.Session) -> None:
 def torch_parity(session: nox.Session) -> None:
     """The tests that compare with PyTorch or need it, with PyTorch installed: parity of
     samplers and collation, a real two-process torch.distributed (gloo) job, and
-    two-process Lightning DDP and accelerate runs on our loader."""
-    install_project(session, "torch", "lightning", "accelerate", "pillow>=10.1", *TEST_DEPS)
+    two-process Lightning DDP and accelerate runs on our loader; third-party datasets
+    (Hugging Face, webdataset, torchvision, h5py) by torch's loader and ours."""
+    install_project(
+        session,
+        "torch",
+        "torchvision",
+        "lightning",
+        "accelerate",
+        "pillow>=10.1",
+        "datasets",
+        "webdataset",
+        "h5py",
+        *TEST_DEPS,
+    )
     session.run(
         "pytest",
         "-q",
@@ -402,6 +414,9 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_frameworks.py",
         "tests/test_torch_seeding.py",
         "tests/test_torch_global_rng.py",
+        "tests/test_third_party_datasets.py",
+        "tests/test_worker_copies.py",
+        "tests/test_iterator_shapes.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
         "tests/test_validation.py",

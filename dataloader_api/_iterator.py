@@ -136,6 +136,11 @@ class LoaderIterator:
             raise TypeError("this epoch's length is unknown (the dataset has no __len__)")
         return self._length
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called (or the epoch ended it)."""
+        return self._closed
+
     def close(self) -> None:
         """Stop loading: no new dataset call starts once this returns."""
         self._closed = True

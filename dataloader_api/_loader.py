@@ -263,7 +263,19 @@ class DataLoader(Generic[T_co]):
     @property
     def _iterator(self) -> LoaderIterator | None:
         """The live epoch of persistent workers (torch keeps it only for them)."""
-        return self._state.live() if self._options.persistent_workers else None
+        live = self._state.live() if self._options.persistent_workers else None
+        return live if live is not None and not live.closed else None
+
+    @_iterator.setter
+    def _iterator(self, value: None) -> None:
+        # Lightning's teardown sets it to None to end torch's persistent workers.
+        if value is not None:
+            raise AttributeError(
+                f"_iterator can only be set to None (which ends persistent workers, as in "
+                f"torch), got {value!r}"
+            )
+        if self._options.persistent_workers:
+            self.close()
 
     def __len__(self) -> int:
         length = epoch_length(self._options)

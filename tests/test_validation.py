@@ -288,4 +288,9 @@ def test_torchs_private_attributes_answer_as_torchs():
     assert persistent._iterator is None
     iterator = iter(persistent)
     assert persistent._iterator is iterator
+    persistent._iterator = None  # what Lightning's teardown does: the workers end
+    assert persistent.join(30) and persistent._iterator is None
+    with pytest.raises(AttributeError, match=r"_iterator can only be set to None"):
+        persistent._iterator = iterator
+    assert [b.tolist() for b in persistent] == [[0], [1], [2], [3]]  # new workers
     persistent.close()
