@@ -253,7 +253,7 @@ class DataLoader(Generic[T_co]):
         return 1 if self._options.is_iterable else 0
 
     @property
-    def _IterableDataset_len_called(self) -> int | None:  # noqa: N802 (torch's name)
+    def _IterableDataset_len_called(self) -> int | None:
         """``len(dataset)`` once ``len(loader)`` was taken of an iterable dataset, else
         None (torch's attribute and value)."""
         if self._state.iterable_len_called is None:
