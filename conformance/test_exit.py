@@ -107,6 +107,16 @@ NATIVE_SCENARIOS = {
         "threading.Thread(target=run, daemon=True).start()\n"
         "it = iter(DataLoader(Held(), batch_size=1, num_workers=2, backend=BACKEND)); next(it)"
     ),
+    # A job is a whole batch: once exit begins, its remaining items must not start,
+    # or the batch (64 x 40 ms) outlasts the exit bound (1 s) inside native code.
+    "native code in flight, a batch longer than the exit bound": (
+        "class Slower(Native):\n"
+        "    def __getitem__(self, i):\n"
+        "        gil_guard.hold(0.04)\n"
+        "        return i\n"
+        "it = iter(DataLoader(Slower(), batch_size=64, num_workers=2, backend=BACKEND))\n"
+        "next(it)"
+    ),
     "native code in flight, break": (
         "for batch in DataLoader(Native(), batch_size=16, num_workers=2, backend=BACKEND):\n"
         "    break"

@@ -18,10 +18,11 @@ from ._calling_thread import calling_thread_batches
 from ._distributed import warn_if_unsharded
 from ._errors import DataLoaderTimeoutError
 from ._io_hook import native_epoch
+from ._item_stop import ItemStop, stopping_fetch, stopping_getitem
 from ._iterator import LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
-from ._plan import EpochPlan, make_fetch, open_iterable
+from ._plan import EpochPlan, open_iterable
 from ._resume import ResumePoint, capture_epoch_start, resume_point
 from ._seeding import IteratorSeeds
 from ._state import LoaderState
@@ -95,12 +96,16 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         )
     else:
         # Here, not at the top: `import dataloader_api` does not import the kit.
-        from .kit import wait_out_interpreter_exit
+        from .kit import exiting, wait_out_interpreter_exit
 
         wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
+        if side is None:  # plain items: a batch stops between them once the epoch closes
+            side = stop = ItemStop(exiting)
+        else:
+            stop = None  # coroutines and native reads are cancelled by their side
         workers, owned = _workers_for_epoch(options, state, owner)
         try:
-            stream = _start_stream(options, workers, point, aio, recorder, transform, native)
+            stream = _start_stream(options, workers, point, aio, recorder, transform, native, stop)
         except BaseException:
             if owned:
                 workers.pool.close()
@@ -253,6 +258,7 @@ def _start_stream(
     recorder: StatsRecorder | None,
     transform: Transform | None,
     native: NativeEpoch | None,
+    stop: ItemStop | None,
 ) -> BatchStream:
     timeout = options.timeout or None
     collate = _collate(options, recorder)
@@ -308,11 +314,16 @@ def _start_stream(
         if options.items_in_parallel > 1:
             getitem = native.item_fetch
     else:
-        # Each worker calls its own copy of the dataset (_worker_copies).
+        # Each worker calls its own copy of the dataset (_worker_copies), and a
+        # batch stops between its items once the epoch closes (_item_stop).
+        assert stop is not None
         infos, dataset, batched = workers.infos, options.dataset, options.auto_collation
-        jobs, fetch = plan, per_worker_fetch(infos, dataset, lambda d: make_fetch(d, batched))
+        jobs = plan
+        fetch = per_worker_fetch(infos, dataset, lambda d: stopping_fetch(d, batched, stop))
         if options.items_in_parallel > 1:
-            getitem = per_worker_fetch(infos, dataset, lambda d: d.__getitem__)
+            getitem = per_worker_fetch(
+                infos, dataset, lambda d: stopping_getitem(d.__getitem__, stop)
+            )
     images = None
     if transform is not None:
         if options.auto_collation and getitem is None:

@@ -493,6 +493,12 @@ def test_more_workers_than_cpus_warns_as_torch_does():
         list(DataLoader(range(4), num_workers=cpus))
         assert not caught
         list(DataLoader(range(4), num_workers=cpus + 1))
-    [warning] = caught
-    assert f"will create {cpus + 1} worker threads in total" in str(warning.message)
-    assert f"suggested max number of worker in current system is {cpus}," in str(warning.message)
+    # As torch: when the loader is built and when its epoch's workers start, each
+    # pointing at the user's line.
+    built, started = caught
+    for warning in (built, started):
+        assert f"will create {cpus + 1} worker threads in total" in str(warning.message)
+        assert f"suggested max number of worker in current system is {cpus}," in str(
+            warning.message
+        )
+        assert warning.filename == __file__
