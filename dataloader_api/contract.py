@@ -291,8 +291,9 @@ class ImageWork:
 
     ``fetch(indices)`` gives a job's items before the pipeline; ``pipeline`` is
     ``Compose.to_dict()`` (plain data); each item's random ops draw from
-    ``transforms.ItemRandom(epoch_seed, index)``. ``image_of(item)`` is the
-    image in an item and ``put(item, image)`` the item with the result.
+    ``transforms.ItemRandom(epoch_seed, index)``. ``image_of(item, index)`` is the
+    image in an item (its error names the index) and ``put(item, image)`` the
+    item with the result.
     ``apply(index, item)`` is the reference for one item: a backend hands it
     every item it does not reproduce exactly and every item whose pipeline
     fails, so results and errors are the reference's (within

@@ -142,3 +142,21 @@ def test_corrupt_bytes_fail_for_their_index_through_the_loader():
     items[5] = (b"not an image", 5)
     with pytest.raises(T.ImageDecodeError, match="transform of item 5: the bytes are not"):
         list(loader(items, num_workers=2, batch_size=2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_item_without_the_image_is_named_on_every_backend(backend):
+    """Compose(on="image") over items that have no "image": the error names the item."""
+    pytest.importorskip("PIL")
+    pipeline = T.Compose([T.HFlip()], on="image")
+
+    class NoImage:
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, index: int) -> dict:
+            return {"label": index}
+
+    loader = DataLoader(NoImage(), batch_size=2, num_workers=2, transform=pipeline, backend=backend)
+    with pytest.raises(TypeError, match=r"but item 0 is dict without it"):
+        next(iter(loader))

@@ -309,10 +309,11 @@ impl ImageJobs {
         }
         let mut inputs = Vec::with_capacity(items.len());
         for (index, item) in indices.iter().zip(&items) {
+            // With its index, so an error names the item as the reference's does.
             let image = attach::call(
                 py,
                 self.image_of.bind(py),
-                PyTuple::new(py, [item])?.as_any(),
+                PyTuple::new(py, [item, index])?.as_any(),
             )?;
             let word = if self.pipeline.random() {
                 index_word(index)
