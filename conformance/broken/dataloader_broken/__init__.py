@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from dataloader_api._worker_info import set_worker_info
 from dataloader_api.contract import BatchJob, BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
 from dataloader_api.index_batches import IndexBatches
 from dataloader_api.kit import ThreadPool, _exit
@@ -125,8 +126,10 @@ class _Keepalive:
         self.stop = threading.Event()
 
     def _drain_later(self) -> None:
-        for _ in self.stream:
-            pass
+        # Errors are the batches': nobody consumes them any more.
+        with contextlib.suppress(Exception):
+            for _ in self.stream:
+                pass
 
     def __iter__(self) -> _Keepalive:
         return self
@@ -147,30 +150,36 @@ class _AttachPool(_Wrapped):
 
         def fetch_on_new_thread(indices: Any) -> Any:
             box: list[Any] = []
-            thread = threading.Thread(target=lambda: box.append(fetch(indices)))
+
+            def run() -> None:
+                try:
+                    box.append((True, fetch(indices)))
+                except BaseException as error:  # re-raised on the pool's thread
+                    box.append((False, error))
+
+            thread = threading.Thread(target=run)
             thread.start()
             thread.join()
-            return box[0]
+            ok, value = box[0]
+            if not ok:
+                raise value
+            return value
 
         return super().map_batches(replace(work, fetch=fetch_on_new_thread), stream)
 
 
 class _CopiesPool(_Wrapped):
-    """Runs every fetch on one helper thread of its own, which never ran
-    PoolSpec.thread_init: no worker's copy of the dataset is called there."""
+    """Its threads run PoolSpec.thread_init, then forget the WorkerInfo it
+    installed: jobs run as no worker, so no worker's copy of the dataset is called."""
 
-    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
-        fetch, lock = work.fetch, threading.Lock()
+    def __init__(self, spec: PoolSpec) -> None:
+        init = spec.thread_init
 
-        def fetch_on_the_helper(indices: Any) -> Any:
-            box: list[Any] = []
-            with lock:
-                helper = threading.Thread(target=lambda: box.append(fetch(indices)))
-                helper.start()
-                helper.join()
-            return box[0]
+        def init_then_forget(worker_id: int) -> None:
+            init(worker_id)
+            set_worker_info(None)
 
-        return super().map_batches(replace(work, fetch=fetch_on_the_helper), stream)
+        super().__init__(replace(spec, thread_init=init_then_forget))
 
 
 class _IterablePool(_Wrapped):
