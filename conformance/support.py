@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 from dataloader_api import IterableDataset, get_worker_info
@@ -20,8 +22,20 @@ __all__ = [
     "batches_as_lists",
     "os_thread_count",
     "python_thread_count",
+    "run_clean_child",
     "wait_until",
 ]
+
+
+def run_clean_child(code: str, exit_code: int = 0, env: dict[str, str] | None = None) -> None:
+    """Run ``code`` in a child interpreter: it ends with ``exit_code``, no abort, no
+    fatal error, no traceback (a crash of the child is the property failing)."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert result.returncode == exit_code, f"exit code {result.returncode}\n{result.stderr}"
+    assert "Fatal Python error" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def batches_as_lists(loader: object) -> list[list[int]]:

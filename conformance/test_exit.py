@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
+from support import run_clean_child
 
 from dataloader_api.testing import SIGINT_RAISES
 
@@ -171,9 +171,4 @@ def test_interpreter_exit_mid_epoch(backend, thorough, gil_guard, scenario, exit
         "DATALOADER_EXIT_TIMEOUT": EXIT_TIMEOUT,
     }
     for _ in range(100 if thorough else 1):
-        result = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
-        )
-        assert result.returncode == exit_code, result.stderr
-        assert "Fatal Python error" not in result.stderr, result.stderr
-        assert "Traceback" not in result.stderr, result.stderr
+        run_clean_child(code, exit_code, env)

@@ -13,12 +13,11 @@ Each scenario runs in its own process: a failure is a crash.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import threading
 
 import pytest
+from support import run_clean_child
 
 from dataloader_api import DataLoader
 from dataloader_api.testing import stack_size_of_this_thread
@@ -91,13 +90,7 @@ DEEP_STACK_ITEM = textwrap.dedent("""
 
 
 def run_scenario(backend: str, body: str) -> None:
-    code = f"BACKEND = {backend!r}\n" + body + "sys.exit(0)\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, f"exit code {result.returncode}\n{result.stderr}"
-    assert "Fatal Python error" not in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
+    run_clean_child(f"BACKEND = {backend!r}\n" + body + "sys.exit(0)\n")
 
 
 @pytest.mark.parametrize("scenario", sorted(THREAD_END_SCENARIOS))
