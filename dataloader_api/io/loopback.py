@@ -112,6 +112,7 @@ class LoopbackServer:
         self._server = self._loop.run_until_complete(
             self._loop.create_server(lambda: _Protocol(self), "127.0.0.1", self._port)
         )
+        _wake_at_most_once(self._server)
         port = self._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self._started.set()
@@ -135,6 +136,9 @@ class LoopbackServer:
         for protocol in list(self._open):
             if protocol.transport is not None:
                 protocol.transport.abort()
+        abort_clients = getattr(self._server, "abort_clients", None)  # 3.13+
+        if abort_clients is not None:
+            abort_clients()  # also those accepted but never connected to a protocol
         current = asyncio.current_task()
         tasks = [t for t in asyncio.all_tasks() if t is not current]
         for task in tasks:
@@ -234,6 +238,22 @@ class _Protocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
         self.server._open.discard(self)
+
+
+def _wake_at_most_once(server: asyncio.Server) -> None:
+    """asyncio's Server wakes its waiters when its last transport detaches after
+    close(), and sets them to None. A transport accepted while the server closed
+    (its accept cancelled) is detached again by its __del__ whenever the GC frees
+    it, and a second wake-up raises "TypeError: 'NoneType' object is not
+    iterable" from that __del__ (seen on 3.13t, where the GC clears the weak
+    reference first). A second wake-up has nobody to wake: skip it."""
+    wake = server._wakeup  # type: ignore[attr-defined]
+
+    def wake_once() -> None:
+        if server._waiters is not None:  # type: ignore[attr-defined]
+            wake()
+
+    server._wakeup = wake_once  # type: ignore[attr-defined]
 
 
 def _head(code: int, length: int, extra: str) -> bytes:
