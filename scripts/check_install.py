@@ -1,13 +1,17 @@
 """Install from a folder of built distributions into a fresh virtual environment,
-as a user would, and load an epoch on every backend (``nox -s build``).
+as a user would, and load an epoch on every backend (``nox -s build``), for
+each interpreter given (this one when none is).
 
-    python scripts/check_install.py DIST_DIR
+    python scripts/check_install.py DIST_DIR [PYTHON ...]
 
-One pip command, ``pip install --find-links DIST_DIR "dataloader-api[all]"``
-(NumPy and cffi come from the index), then, from a folder outside the
-checkout so that nothing is imported from the source tree, an epoch of the
-same small dataset on each backend. The sdists are only checked for being
-there (``build_dists.py`` makes them); no wheel is built from them here.
+One pip command per interpreter, ``pip install --find-links DIST_DIR
+--only-binary dataloader-rust,dataloader-cffi "dataloader-api[all]"`` (NumPy
+and cffi come from the index; on a free-threaded build ``[rust,images]``, as
+cffi refuses it): our native backends must come as wheels, never compiled
+there. Then, from a folder outside the checkout so that nothing is imported
+from the source tree, an epoch of the same small dataset on each backend.
+The sdists are only checked for being there (``build_dists.py`` makes them);
+no wheel is built from them here.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import venv
 from pathlib import Path
+
+from build_dists import free_threaded  # beside this script
 
 EXPECTED_BACKENDS = ["rust", "cffi", "threads"]
 
@@ -36,25 +41,36 @@ for name in expected:
 """
 
 
-def check(dist: Path) -> None:
+def check(dist: Path, interpreters: list[str]) -> None:
     wheels = sorted(p.name for p in dist.glob("*.whl"))
     native = [w for w in wheels if not w.endswith("-none-any.whl")]
     assert native and all("manylinux" in w for w in native), wheels
     sdists = {p.name.rsplit("-", 1)[0].replace("-", "_") for p in dist.glob("*.tar.gz")}
     assert sdists >= {"dataloader_api", "dataloader_rust", "dataloader_cffi"}, sdists
+    for interpreter in interpreters or [sys.executable]:
+        check_one(dist, interpreter)
+
+
+def check_one(dist: Path, interpreter: str) -> None:
+    extras, expected, pins = "all", EXPECTED_BACKENDS, []
+    if free_threaded(interpreter):
+        # cffi refuses free-threaded builds; NumPy 2.5 has no cp313t wheels.
+        pins = ["numpy<2.5"]
+        extras, expected = "rust,images", [b for b in EXPECTED_BACKENDS if b != "cffi"]
     with tempfile.TemporaryDirectory() as scratch:
         env = Path(scratch) / "env"
-        venv.create(env, with_pip=True)
+        subprocess.run([interpreter, "-m", "venv", env], check=True)
         python = env / "bin" / "python"
         subprocess.run(
             [python, "-m", "pip", "install", "--quiet", "--find-links", dist,
-             "dataloader-api[all]"],
+             "--only-binary", "dataloader-rust,dataloader-cffi", f"dataloader-api[{extras}]",
+             *pins],
             cwd=scratch, check=True,
         )  # fmt: skip
-        subprocess.run([python, "-c", SMOKE, ",".join(EXPECTED_BACKENDS)], cwd=scratch, check=True)
+        subprocess.run([python, "-c", SMOKE, ",".join(expected)], cwd=scratch, check=True)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         raise SystemExit(__doc__)
-    check(Path(sys.argv[1]).resolve())
+    check(Path(sys.argv[1]).resolve(), sys.argv[2:])
