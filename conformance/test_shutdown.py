@@ -19,7 +19,7 @@ from hypothesis.stateful import (
 )
 from support import Recorder, os_thread_count, python_thread_count, wait_until
 
-from dataloader_api import DataLoader, DataLoaderTimeoutError
+from dataloader_api import DataLoader, DataLoaderTimeoutError, IterableDataset, get_worker_info
 from dataloader_api.testing import sigint_raises_keyboard_interrupt
 
 BATCH = 2
@@ -149,10 +149,25 @@ def test_one_collection_frees_iterators_dropped_in_cycles(backend):
     assert wait_until(lambda: python_thread_count() <= py_threads, 5), threading.enumerate()
 
 
+class RecordedStream(IterableDataset):
+    """An iterable dataset over a ``Recorder``: each worker reads its share, and
+    every item read is a logged dataset call."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def __iter__(self):
+        info = get_worker_info()
+        start, step = (info.id, info.num_workers) if info is not None else (0, 1)
+        return (self.recorder[i] for i in range(start, len(self.recorder), step))
+
+
+@pytest.mark.parametrize("kind", ["map-style", "iterable"])
 @pytest.mark.parametrize("how", ["close", "break", "del", "gc"])
-def test_no_dataset_call_starts_after_shutdown(backend, how):
+def test_no_dataset_call_starts_after_shutdown(backend, how, kind):
     dataset = Recorder(1000, slow={i: 0.002 for i in range(1000)})
-    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend=backend)
+    source = dataset if kind == "map-style" else RecordedStream(dataset)
+    loader = DataLoader(source, batch_size=4, num_workers=2, backend=backend)
     window = 2 * 2
     iterator = iter(loader)
     next(iterator)

@@ -113,6 +113,13 @@ class _ShutdownPool(_Wrapped):
         inner.close = lambda: None  # type: ignore[method-assign]
         return _Keepalive(inner)
 
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        # The common API stops a map-style batch between its items once the epoch
+        # closes, whatever the backend does; an iterable stream is the backend's.
+        inner = super().stream_batches(work, stream)
+        inner.close = lambda: None  # type: ignore[method-assign]
+        return _Keepalive(inner)
+
     def close(self) -> None:
         pass
 
