@@ -1,5 +1,5 @@
-"""Sessions: tests (unit + conformance), conformance, demo and bench over the
-CPython matrix, each after provision for its interpreter; conformance_thorough,
+"""Sessions: tests (unit + conformance), tests_under_load, conformance, demo and
+bench over the CPython matrix, each after provision for its interpreter; conformance_thorough,
 lint, cffi_tsan, bench_report, torch_parity.
 
 The matrix is every CPython of MATRIX found on this machine, plus the
@@ -256,6 +256,34 @@ def tests(session: nox.Session) -> None:
     if chosen == "cffi" and session.python in CFFI_REFUSES:
         session.skip(CFFI_REFUSES[str(session.python)])
     run_conformance(session, "fast", [])
+
+
+@nox.session(**MATRIX_SESSION)
+def tests_under_load(session: nox.Session) -> None:
+    """The tests marked ``timing`` (threads racing time or a stop: exit bounds, prompt
+    stops, timeouts) and the conformance suite's, for every installed backend, while
+    scripts/cpu_load.py keeps 4 busy processes per core running beside them: the
+    suite must not need a quiet machine. `-- ARGS` go to each pytest run."""
+    import subprocess
+
+    install_suite(session)
+    chosen = os.environ.get("DATALOADER_BACKEND")
+    names = [n for n in installed_backends(session) if not n.startswith("broken-")]
+    load = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "cpu_load.py"), str(4 * (os.cpu_count() or 1))],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        unit = ["tests", *(f"backends/{n}/tests" for n in ("rust", "cffi") if n in names)]
+        session.run("pytest", "-q", "-m", "timing", *unit, "--timeout", "300", *session.posargs)
+        for name in [n for n in names if chosen in (None, n)]:
+            session.log(f"conformance under load: backend {name}")
+            session.run("pytest", "-q", "-m", "timing", "conformance", "--backend", name,
+                        "--timeout", "300", *session.posargs)  # fmt: skip
+    finally:
+        assert load.stdin is not None
+        load.stdin.close()
+        load.wait()
 
 
 @nox.session(**MATRIX_SESSION)

@@ -16,6 +16,9 @@ from support import run_clean_child
 
 from dataloader_api.testing import SIGINT_RAISES
 
+# exit bounds: nox -s tests_under_load runs them beside a CPU load
+pytestmark = pytest.mark.timing
+
 HERE = Path(__file__).parent
 
 

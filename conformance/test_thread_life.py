@@ -22,6 +22,9 @@ from support import run_clean_child
 from dataloader_api import DataLoader
 from dataloader_api.testing import stack_size_of_this_thread
 
+# threads ending: nox -s tests_under_load runs it beside a CPU load
+pytestmark = pytest.mark.timing
+
 # A value whose destructor calls back into Python from C, as pybind11 and
 # pyarrow destructors do (PyGILState_Ensure/Release on the freeing thread).
 THREAD_END_PRELUDE = textwrap.dedent("""

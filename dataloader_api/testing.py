@@ -82,8 +82,10 @@ def stack_size_of_this_thread() -> int | None:
     return size.value
 
 
-def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
-    """Poll ``condition`` until it holds or ``seconds`` pass; its last value."""
+def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` pass; its last value.
+    ``seconds`` only bounds a failing test, so it is generous: a loaded machine
+    can be seconds late, and a passing test returns as soon as it holds."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
@@ -106,7 +108,9 @@ class Recorder:
     ``delay`` seconds of sleep per item, or ``slow[index]`` for some;
     ``blocked`` indices wait on ``release`` (at most ``block_limit`` seconds,
     so a broken backend cannot hang a test); ``failing`` indices raise
-    :class:`ItemError` from :func:`raise_item_error`.
+    :class:`ItemError` from :func:`raise_item_error`. ``finished`` logs every
+    call that has returned or raised: a test asks "is item 4 still running?"
+    instead of timing it, which a loaded machine cannot fool.
     """
 
     def __init__(
@@ -126,6 +130,7 @@ class Recorder:
         self.block_limit = block_limit
         self.release = threading.Event()
         self.calls: list[int] = []
+        self.finished: list[int] = []
         self.threads: set[int] = set()
         self.lock = threading.Lock()
 
@@ -136,14 +141,23 @@ class Recorder:
         with self.lock:
             self.calls.append(index)
             self.threads.add(threading.get_ident())
-        pause = self.slow.get(index, self.delay)
-        if pause:
-            time.sleep(pause)
-        if index in self.blocked:
-            self.release.wait(self.block_limit)
-        if index in self.failing:
-            raise_item_error(index)
-        return index
+        try:
+            pause = self.slow.get(index, self.delay)
+            if pause:
+                time.sleep(pause)
+            if index in self.blocked:
+                self.release.wait(self.block_limit)
+            if index in self.failing:
+                raise_item_error(index)
+            return index
+        finally:
+            with self.lock:
+                self.finished.append(index)
+
+    def returned(self, index: int) -> bool:
+        """A call of item ``index`` has returned (or raised)."""
+        with self.lock:
+            return index in self.finished
 
 
 class ResumableShards(IterableDataset[int]):

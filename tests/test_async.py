@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-import time
 import traceback
 
 import pytest
@@ -47,17 +46,16 @@ def workers_for(backend):
     return 0 if backend is None else 2
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_items_overlap_on_the_event_loop(backend):
     dataset = Sleepy()
     loader = DataLoader(dataset, batch_size=50, num_workers=workers_for(backend), backend=backend)
-    start = time.perf_counter()
     seen = [i for batch in loader for i in batch.tolist()]
-    elapsed = time.perf_counter() - start
     assert seen == list(range(1000))
     # A batch's items run together; with workers, every batch of the window too.
+    # Counted, not timed: a loaded machine changes the seconds, not the overlap.
     assert loader._state.runner.peak_in_flight >= (50 if backend is None else 150)
-    assert elapsed < 25, "1000 items of 50 ms did not overlap"  # one by one: 50 s
 
 
 def test_agetitem_and_single_items():
@@ -94,6 +92,7 @@ def test_a_failing_item_raises_its_own_exception(backend):
     assert [b.tolist()[0] for b in it] == [20, 30]  # the epoch goes on
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("backend", BACKENDS[1:])
 def test_closing_cancels_running_items_and_awaits_their_cleanup(backend):
     dataset = Sleepy(400, 30.0, fast=10)  # the first batch is quick, the rest would take 30 s
@@ -103,9 +102,9 @@ def test_closing_cancels_running_items_and_awaits_their_cleanup(backend):
     # The window after the first batch: 2 workers x 2 batches of 10 slow items.
     assert wait_until(lambda: loader._state.runner.in_flight == 40)
     running = loader._state.runner.in_flight
-    start = time.perf_counter()
     it.close()
-    assert time.perf_counter() - start < 5
+    # Every running item was cancelled (none ran its 30 s out), and close() returned
+    # once their clean-up ended: counted, not timed.
     assert len(dataset.cancelled) == running
     assert sorted(dataset.cleaned) == sorted(dataset.cancelled), "cancellation was not awaited"
     assert loader._state.runner.in_flight == 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -135,6 +133,7 @@ def test_max_bytes_is_a_permanent_error(server, reads):
     assert server.requests["/items/14.bin"] == 1
 
 
+@pytest.mark.timing
 def test_break_is_prompt_while_requests_are_in_flight(server, reads):
     for i in range(8, COUNT):
         server.fail(f"/items/{i}.bin", Delay(30))
@@ -143,11 +142,11 @@ def test_break_is_prompt_while_requests_are_in_flight(server, reads):
     it = iter(loader)
     assert next(it) == [body(i) for i in range(8)]
     assert wait_until(lambda: server.in_flight >= 16)
-    start = time.perf_counter()
     del it  # a `break`
     loader.close()
-    assert time.perf_counter() - start < 3
-    assert loader.join(5)
+    # The threads end with the 30 s responses still pending: they did not wait.
+    assert loader.join(20)
+    assert server.in_flight >= 1, "the threads waited for the delayed responses"
 
 
 def test_resume_mid_epoch_delivers_the_rest_once(server, io_mode):
@@ -179,16 +178,15 @@ def test_distributed_ranks_share_the_items_exactly_once(server, monkeypatch, rea
     assert sorted(shards[0] + shards[1]) == sorted(body(i) for i in range(COUNT))
 
 
+@pytest.mark.timing
 def test_many_requests_in_flight_on_few_threads(server, reads):
     server.latency = 0.2
     data = dataset(server)
     loader = DataLoader(data, batch_size=16, num_workers=1, max_concurrency=64, backend=reads,
                         collate_fn=list)  # fmt: skip
-    start = time.perf_counter()
     assert items_of(loader) == [body(i) for i in range(COUNT)]
-    elapsed = time.perf_counter() - start
-    assert server.peak_in_flight >= 16  # one thread: a batch at once natively, more async
-    assert elapsed < 64 * 0.2 / 4  # one at a time: 12.8 s
+    # One thread: a batch at once natively, more async. Counted, not timed.
+    assert server.peak_in_flight >= 16
 
 
 def test_composes_with_image_transforms(server):

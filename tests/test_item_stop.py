@@ -13,6 +13,9 @@ import dataloader_api
 from dataloader_api import DataLoader
 from dataloader_api.testing import sigint_raises_keyboard_interrupt
 
+# threads racing a stop: nox -s tests_under_load runs it beside a CPU load
+pytestmark = pytest.mark.timing
+
 BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]
 WORKERS = 2
 
