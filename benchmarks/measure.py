@@ -34,7 +34,8 @@ class Table:
     report.py selects by them and not by titles, which say more as they change.
     ``kind`` says how render.py lays it out: "rates" (items/s, higher is better),
     "startup" (ms, lower is better), "memory" (MiB, one reading per loader) or
-    "attach" (items/s, pairs of one backend's attach modes).
+    "attach" (items/s, pairs of one backend's attach modes) or "load" (items/s, pairs
+    of one backend's rates quiet and beside a CPU load).
     """
 
     id: str

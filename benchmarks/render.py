@@ -44,6 +44,7 @@ def lines(table: Table) -> list[str]:
         "attach": _attach,
         "scaling": _scaling,
         "instructions": _instructions,
+        "load": _load,
     }
     note = [] if table.kind in ("memory", "scaling", "instructions") else ["", RATIO_NOTE]
     return [f"\n### {table.title}\n", *layout[table.kind](table), *note]
@@ -82,6 +83,21 @@ def _rates(table: Table) -> list[str]:
         )
         vs_ref = ratio(mine, ref_runs) if ref_runs else ""
         out.append(f"| {row['label']} | {_figures(mine)} | {vs_ref} | {vs_torch} | {vs_rs} |")
+    return out
+
+
+def _load(table: Table) -> list[str]:
+    """Workload 13: each backend's rate quiet and beside the CPU load, in pairs of rows."""
+    out = [
+        f"| backend | quiet, median {table.unit} | loaded, median {table.unit} | loaded ÷ quiet |",
+        "|---|---:|---:|---:|",
+    ]
+    for quiet, loaded in zip(table.rows[::2], table.rows[1::2], strict=True):
+        name = quiet["label"].split(",")[0]
+        out.append(
+            f"| {name} | {quiet['median']:,.0f} | {loaded['median']:,.0f} "
+            f"| {ratio(loaded['runs'], quiet['runs'])} |"
+        )
     return out
 
 

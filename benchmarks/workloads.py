@@ -32,6 +32,7 @@ from measure import (
 from remote import remote
 from scaling import scaling
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial, TrivialBatches
+from under_load import under_load
 
 
 def identity(batch: Any) -> Any:
@@ -359,4 +360,5 @@ WORKLOADS = [
         "instructions",
         lambda s: instructions(s.names, s.quick, peers.installed("dataloader-rs")),
     ),
+    Workload("13", "under_load", lambda s: under_load(s.names, s.runs, s.quick)),
 ]

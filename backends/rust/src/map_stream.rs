@@ -20,10 +20,12 @@ use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
 
 /// How long a worker with no job left waits for the consumer's next one.
 const LINGER: Duration = Duration::from_millis(5);
-/// The first part of LINGER, spent yielding after a job that took at least this
+/// The first part of LINGER, spent spinning after a job that took at least this
 /// long: the workers are then what the consumer waits for, and its next job,
 /// due within microseconds, is cheaper to spin for than to be woken for. After
-/// shorter jobs the consumer is the bottleneck, and yielding takes its core.
+/// shorter jobs the consumer is the bottleneck, and spinning takes its core. The
+/// spin never yields: on a machine whose cores other processes keep busy, a
+/// `sched_yield` gives the core away for a whole time slice.
 const LINGER_SPIN: Duration = Duration::from_micros(30);
 
 /// Jobs started by the consumer and not yet taken by a worker.
@@ -83,7 +85,7 @@ impl MapShared {
                 if !lock(&self.queue).jobs.is_empty() || self.is_closed() {
                     break;
                 }
-                std::thread::yield_now();
+                std::hint::spin_loop();
             }
         }
         let mut queue = lock(&self.queue);
@@ -123,7 +125,7 @@ impl Epoch for MapShared {
 /// A worker's share of an epoch: jobs one after another, attached throughout
 /// (with attach once), then a short wait for more before it gives its thread
 /// back to rayon. Chaining jobs saves a detach and a GIL handoff per batch;
-/// lingering saves rayon's idle spin, whose yields take the consumer's core.
+/// lingering saves rayon's idle rounds, which take the consumer's core.
 fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
     // How long this drainer's latest job took: it decides how it lingers.
     let mut last_job = Duration::ZERO;

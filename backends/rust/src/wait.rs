@@ -90,7 +90,8 @@ pub fn wait_for<T>(
             }
         };
         attach::detached(py, || {
-            // A batch due within microseconds is cheaper to spin for than to sleep for.
+            // A batch due within microseconds is cheaper to spin for than to sleep for;
+            // the spin never yields (see map_stream's LINGER_SPIN).
             // Once ready, also wait (up to SETTLE) for the pool threads to let go of
             // the GIL: re-attaching while one holds it sleeps in CPython's take_gil,
             // and that wake-up costs more than the spin.
@@ -105,7 +106,7 @@ pub fn wait_for<T>(
                 } else if Instant::now() >= spin_until {
                     break;
                 }
-                std::thread::yield_now();
+                std::hint::spin_loop();
             }
             let guard = lock(state);
             if !ready(&guard) {
