@@ -48,7 +48,7 @@ def cpu_load(per_core: int = 4) -> Iterator[None]:
 
 
 def _epochs(backend: str, new_loader: bool) -> Callable[[], int]:
-    """Items of ``repeats`` short epochs: one persistent loader's, or each a new loader's."""
+    """Items of 50 short epochs: one persistent loader's, or each a new loader's."""
     dataset = Trivial(ITEMS)
     options: dict[str, Any] = {"batch_size": BATCH, "num_workers": WORKERS, "backend": backend}
     loader = None if new_loader else DataLoader(dataset, persistent_workers=True, **options)
