@@ -116,13 +116,17 @@ class AsyncRunner:
         tasks = [asyncio.ensure_future(self._item(getitem, index)) for index in indices]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            failed = _first_failed(tasks)
+            if failed is not None:
+                # The batch raises its first failure in index order, as the rust
+                # backend does: the items before this one may still fail too.
+                earlier = [t for t in tasks[: tasks.index(failed)] if not t.done()]
+                if earlier:
+                    await asyncio.wait(earlier)
+                    failed = _first_failed(tasks)
         except asyncio.CancelledError:
             await _cancel_and_wait(tasks)
             raise
-        failed = next(
-            (t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None),
-            None,
-        )
         if failed is not None:
             await _cancel_and_wait(tasks)
             error = failed.exception()
@@ -218,6 +222,14 @@ class Started:
     def result(self) -> Any:
         """On a worker thread: wait for the batch."""
         return self.future.result()
+
+
+def _first_failed(tasks: list[asyncio.Task[Any]]) -> asyncio.Task[Any] | None:
+    """The first task, in index order, that ended with an exception."""
+    return next(
+        (t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None),
+        None,
+    )
 
 
 async def _cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:

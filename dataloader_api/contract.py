@@ -392,9 +392,11 @@ class Backend(Protocol):
     ``start(locations, cancel)``, which starts a job's reads at once and
     returns a handle whose ``wait()`` gives each location's ``bytes`` or a
     failure record ``(kind, message, status, attempts, errno)`` that the
-    dataset raises as the reference would; ``new_cancel()`` (a handle whose
-    ``cancel()`` ends the reads in progress of one epoch); and ``counters()``
-    ((requests, retries, bytes) so far). The loader starts a job's reads when
+    dataset raises as the reference would (a location is ``bytes`` for a
+    file's path, ``os.fsencode``d, else ``str``); ``new_cancel()`` (a handle
+    whose ``cancel()`` ends the reads in progress of one epoch); and
+    ``counters()`` ((requests, retries, bytes, redirects) so far; a reader
+    that follows no redirects may leave out the last). The loader starts a job's reads when
     the backend takes the job, so its ``jobs`` hold started reads, and
     ``fetch`` waits for them. A backend without it runs the reference.
 

@@ -81,6 +81,11 @@ class FileDataset(NativeReads, Dataset[bytes]):
     def reader_spec(self) -> dict[str, Any]:
         return {"kind": "files", "max_bytes": self.max_bytes}
 
+    def native_location(self, location: str) -> bytes:
+        # A path is bytes to the system: names that are not UTF-8 (surrogate escapes
+        # from os.listdir and pathlib) reach it as they are.
+        return os.fsencode(location)
+
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_readers"}
 

@@ -8,18 +8,23 @@ flight for a few worker threads; it needs nothing outside the standard library.
 from __future__ import annotations
 
 import asyncio
+import base64
 import random
 import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
 from ._retry import RetryPolicy, parse_retry_after
 
-__all__ = ["Counters", "HttpClient", "redact"]
+__all__ = ["MAX_REDIRECTS", "Counters", "HttpClient", "redact"]
+
+#: Redirects followed per item at most (as requests; curl follows 50).
+MAX_REDIRECTS = 10
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 _SECRET_QUERY = re.compile(r"(signature|token|secret|password|credential|key|sig|auth)", re.I)
 # Error bodies are read up to this size for the message (S3 puts its code there).
@@ -45,6 +50,7 @@ class Counters:
 
     requests: int = 0
     retries: int = 0
+    redirects: int = 0
     connections: int = 0
     bytes: int = 0
 
@@ -60,10 +66,12 @@ class _Transient(Exception):
 class _Response:
     __slots__ = ("body", "headers", "reason", "reusable", "status")
 
-    def __init__(self, status: int, reason: str, headers: dict[str, str]) -> None:
+    def __init__(self, version: str, status: int, reason: str, headers: dict[str, str]) -> None:
         self.status, self.reason, self.headers = status, reason, headers
         self.body = b""
-        self.reusable = headers.get("connection", "").lower() != "close"
+        # HTTP/1.0 closes after each reply unless the server says keep-alive.
+        keep = headers.get("connection", "").lower()
+        self.reusable = keep == "keep-alive" if version == "HTTP/1.0" else keep != "close"
 
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -97,14 +105,19 @@ class HttpClient:
         shown: str | None = None,
         detail: Callable[[bytes], str] | None = None,
     ) -> bytes:
-        """The body of ``url``, retrying transient failures; ``shown`` names it in errors."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"item {index!r}: {redact(url)!r} is not an http(s) URL")
+        """The body of ``url``, retrying transient failures and following redirects;
+        ``shown`` names it in errors."""
+        parts = _checked(url, index)
         where = shown if shown is not None else f"GET {redact(url)}"
-        attempt = 0
+        origin = _origin(parts)
+        auth = _basic_auth(parts)
+        attempt = redirects = 0
         while True:
             extra = headers() if callable(headers) else headers
+            if _origin(parts) != origin:
+                extra = {}  # as curl and requests: no credentials for another host
+            elif auth is not None and not any(k.lower() == "authorization" for k in extra):
+                extra = {**extra, "Authorization": auth}
             try:
                 response = await self._attempt(parts, extra, index, where)
             except _Transient as failure:
@@ -123,8 +136,16 @@ class HttpClient:
             if response.status == 200:
                 self.counters.bytes += len(response.body)
                 return response.body
+            target = response.headers.get("location")
+            if response.status in _REDIRECTS and target and redirects < MAX_REDIRECTS:
+                redirects += 1
+                self.counters.redirects += 1
+                parts = _checked(urljoin(urlunsplit(parts), target), index)
+                continue
             text = f"HTTP {response.status} {response.reason}".rstrip()
-            if detail is not None and response.body:
+            if response.status in _REDIRECTS:
+                text += f" after {redirects} redirects" if target else " without a Location"
+            elif detail is not None and response.body:
                 text += f": {detail(response.body)}"
             raise FetchError(
                 index,
@@ -138,7 +159,7 @@ class HttpClient:
         self, parts: SplitResult, headers: Mapping[str, str], index: Any, where: str
     ) -> _Response:
         """One request: a transient failure raises ``_Transient``."""
-        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+        key = _origin(parts)
         slots = self._slots.get(key)
         if slots is None:
             slots = self._slots[key] = asyncio.Semaphore(self.max_connections)
@@ -224,7 +245,7 @@ class HttpClient:
                 break
             name, _, value = line.decode("latin-1").partition(":")
             fields[name.strip().lower()] = value.strip()
-        response = _Response(int(code), reason, fields)
+        response = _Response(version, int(code), reason, fields)
         ok = response.status == 200
         limit = self.max_bytes if ok else _ERROR_BODY
         if "chunked" in fields.get("transfer-encoding", "").lower():
@@ -277,6 +298,25 @@ async def _read_chunked(
             return bytes(body)
         body += await reader.readexactly(size)
         await reader.readexactly(2)
+
+
+def _checked(url: str, index: Any) -> SplitResult:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"item {index!r}: {redact(url)!r} is not an http(s) URL")
+    return parts
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int]:
+    return (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+
+
+def _basic_auth(parts: SplitResult) -> str | None:
+    """``user:password@`` in a URL as the ``Authorization`` header (curl, requests)."""
+    if parts.username is None:
+        return None
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
 def _default_port(scheme: str) -> int:

@@ -33,6 +33,10 @@ class NativeReads:
         """How errors name a location (credentials redacted)."""
         return location
 
+    def native_location(self, location: str) -> str | bytes:
+        """A location as the backend's reader takes it (``FileDataset``: bytes)."""
+        return location
+
     def reads_natively(self) -> bool:
         """False for a subclass that overrides how an item is read: its own code runs."""
         kind = type(self)
@@ -93,7 +97,8 @@ class NativeEpoch:
         owner, locations = type(dataset).__name__, dataset.locations
         batch = indices if self._batched else [indices]
         paths = [locations.of(item_index(i, len(locations), owner)) for i in batch]
-        return StartedReads(indices, batch, paths, self._reader.start(paths, self._cancel))
+        native = [dataset.native_location(path) for path in paths]
+        return StartedReads(indices, batch, paths, self._reader.start(native, self._cancel))
 
     def jobs(self, plan: Iterable[BatchJob]) -> Iterator[BatchJob]:
         """The plan's jobs, each one's reads started as the job is handed out."""
@@ -130,7 +135,9 @@ class NativeEpoch:
                 counters.requests += counts[0] - shared.seen[0]
                 counters.retries += counts[1] - shared.seen[1]
                 counters.bytes += counts[2] - shared.seen[2]
-            shared.seen = counts
+                if len(counts) > 3:  # a reader that follows redirects counts them
+                    counters.redirects += counts[3] - shared.seen[3]
+            shared.seen = tuple(counts) + (0,) * (4 - len(counts))
 
     def close(self) -> None:
         self._cancel.cancel()
@@ -143,7 +150,7 @@ class _Shared:
     def __init__(self, reader: Any) -> None:
         self.reader = reader
         self.lock = threading.Lock()
-        self.seen: tuple[int, int, int] = (0, 0, 0)
+        self.seen: tuple[int, ...] = (0, 0, 0, 0)
 
 
 class StartedReads:

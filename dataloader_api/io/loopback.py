@@ -2,7 +2,7 @@
 tests and benchmarks of ``HttpDataset`` (and anything else that reads HTTP).
 
     with LoopbackServer({"/a": b"..."}) as server:
-        server.fail("/a", Status(503, retry_after=0.1), Reset(after=10))
+        server.fail("/a", Status(503, retry_after=0.1), Reset(after=10), Redirect("/b"))
         HttpDataset([server.url + "/a"])[0]
 
 Faults queued for a path are used by its next requests, one each; then the
@@ -20,10 +20,15 @@ from collections import defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Delay", "LoopbackServer", "Reset", "Status", "generated_object"]
+__all__ = ["Delay", "LoopbackServer", "Redirect", "Reset", "Status", "generated_object"]
 
 _REASONS = {
     200: "OK",
+    301: "Moved Permanently",
+    302: "Found",
+    303: "See Other",
+    307: "Temporary Redirect",
+    308: "Permanent Redirect",
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
@@ -58,7 +63,15 @@ class Delay:
     seconds: float
 
 
-Fault = Status | Reset | Delay
+@dataclass(frozen=True)
+class Redirect:
+    """Reply ``code`` with ``Location: to`` (omitted when ``to`` is None)."""
+
+    to: str | None
+    code: int = 302
+
+
+Fault = Status | Reset | Delay | Redirect
 
 
 def generated_object(index: int, size: int) -> bytes:
@@ -77,8 +90,11 @@ class LoopbackServer:
         latency: float = 0.0,
         generate: tuple[int, int] | None = None,
         port: int = 0,
+        close: bool = False,
     ) -> None:
         self.objects = dict(objects or {})
+        #: answer as HTTP/1.0 servers do: one reply per connection, then close it
+        self.close = close
         self.latency = latency
         self._generate = generate
         self._tail = generated_object(0, generate[1])[8:] if generate else b""
@@ -219,6 +235,10 @@ class _Protocol(asyncio.Protocol):
             )
             self._send(transport, fault.code, b"injected fault\n", extra)
             return
+        if isinstance(fault, Redirect):
+            extra = f"Location: {fault.to}\r\n" if fault.to is not None else ""
+            self._send(transport, fault.code, b"moved\n", extra)
+            return
         body = self.server.body_of(path)
         if body is None:
             self._send(transport, 404, b"no such object\n", "")
@@ -231,6 +251,10 @@ class _Protocol(asyncio.Protocol):
         self._send(transport, 200, body, "")
 
     def _send(self, transport: asyncio.Transport, code: int, body: bytes, extra: str) -> None:
+        if self.server.close:
+            transport.writelines([_head(code, len(body), extra, "HTTP/1.0"), body])
+            transport.close()
+            return
         transport.writelines([_head(code, len(body), extra), body])
         self.busy = False
         self._next()
@@ -256,11 +280,14 @@ def _wake_at_most_once(server: asyncio.Server) -> None:
     server._wakeup = wake_once  # type: ignore[attr-defined]
 
 
-def _head(code: int, length: int, extra: str) -> bytes:
+def _head(code: int, length: int, extra: str, version: str = "HTTP/1.1") -> bytes:
     reason = _REASONS.get(code, "Status")
     return (
-        f"HTTP/1.1 {code} {reason}\r\nContent-Length: {length}\r\n"
-        f"Content-Type: application/octet-stream\r\n{extra}\r\n"
+        f"{version} {code} {reason}\r\nContent-Length: {length}\r\n"
+        f"Content-Type: application/octet-stream\r\n"
+        # What object stores send with every object (clients resuming a read check them).
+        f'ETag: "{length:x}"\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n'
+        f"{extra}\r\n"
     ).encode("latin-1")
 
 
@@ -270,9 +297,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100 * 1024)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--close", action="store_true", help="one reply per connection")
     args = parser.parse_args()
     server = LoopbackServer(
-        latency=args.latency, generate=(args.objects, args.size), port=args.port
+        latency=args.latency, generate=(args.objects, args.size), port=args.port, close=args.close
     ).start()
     print(server.url, flush=True)
     try:

@@ -4,7 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use dataloader_netio::{
     BufferPool, Cancel, Failure, HttpOptions, Pending, Reader, RetryPolicy, S3Options, Source,
@@ -81,11 +81,23 @@ impl NativeReader {
 
     /// Start reading `locations` now (on the reader's runtime); `PendingRead.wait`
     /// gives the results. The reads end at once when `cancel` is cancelled.
-    fn start(&self, locations: Vec<String>, cancel: &ReadCancel) -> PendingRead {
-        PendingRead {
+    /// A location is `bytes` (a file's path, `os.fsencode`d) or `str` (a URL, a key).
+    fn start(
+        &self,
+        locations: Vec<Bound<'_, PyAny>>,
+        cancel: &ReadCancel,
+    ) -> PyResult<PendingRead> {
+        let locations = locations
+            .iter()
+            .map(|location| match location.cast::<PyBytes>() {
+                Ok(bytes) => Ok(bytes.as_bytes().to_vec()),
+                Err(_) => Ok(location.extract::<String>()?.into_bytes()),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PendingRead {
             pending: self.reader.start(locations, cancel.cancel.clone()),
             buffers: self.reader.buffers(),
-        }
+        })
     }
 
     /// A new cancel handle, for one epoch's reads.
@@ -93,13 +105,14 @@ impl NativeReader {
         ReadCancel::new()
     }
 
-    /// (requests, retries, bytes) so far.
-    fn counters(&self) -> (u64, u64, u64) {
+    /// (requests, retries, bytes, redirects) so far.
+    fn counters(&self) -> (u64, u64, u64, u64) {
         let c = self.reader.counters();
         (
             c.requests.load(Ordering::Relaxed),
             c.retries.load(Ordering::Relaxed),
             c.bytes.load(Ordering::Relaxed),
+            c.redirects.load(Ordering::Relaxed),
         )
     }
 }

@@ -1,18 +1,22 @@
 //! Local files: one read of the whole file, its size checked first.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 
 use crate::buffers::BufferPool;
 use crate::failure::{Failure, FailureKind};
 
-pub fn read(path: &str, max_bytes: Option<u64>, buffers: &BufferPool) -> Result<Vec<u8>, Failure> {
+/// `path`: the bytes the system takes (`os.fsencode`), so names that are not
+/// UTF-8 are read too.
+pub fn read(path: &[u8], max_bytes: Option<u64>, buffers: &BufferPool) -> Result<Vec<u8>, Failure> {
     let os = |error: std::io::Error| {
         let mut failure = Failure::new(FailureKind::Os, os_message(&error));
         failure.errno = error.raw_os_error();
         failure
     };
-    let mut file = File::open(path).map_err(os)?;
+    let mut file = File::open(OsStr::from_bytes(path)).map_err(os)?;
     let metadata = file.metadata().map_err(os)?;
     if metadata.is_dir() {
         file.read(&mut [0u8; 1]).map_err(os)?; // the system's EISDIR, as the reference gets

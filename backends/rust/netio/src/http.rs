@@ -4,13 +4,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, LOCATION, RETRY_AFTER,
+};
 use reqwest::{Client, StatusCode};
 
 use crate::buffers::BufferPool;
 use crate::failure::{error_chain, Failure, FailureKind};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::Counters;
+
+/// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
+const MAX_REDIRECTS: usize = 10;
 
 pub struct HttpOptions {
     pub headers: Vec<(String, String)>,
@@ -27,6 +32,8 @@ pub struct HttpReader {
     max_bytes: Option<u64>,
     counters: Arc<Counters>,
     buffers: Arc<BufferPool>,
+    /// `headers` hold Authorization: it wins over a URL's user:password.
+    authorization: bool,
 }
 
 /// Why one attempt failed.
@@ -50,11 +57,24 @@ impl HttpReader {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        let authorization = headers.contains_key(AUTHORIZATION);
         headers.insert("accept-encoding", HeaderValue::from_static("identity"));
+        // Redirects are followed as the reference follows them: at most MAX_REDIRECTS,
+        // counted; reqwest drops Authorization (ours or a URL's user:password) when
+        // the host changes.
+        let redirects = counters.clone();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                redirects.redirects.fetch_add(1, Ordering::Relaxed);
+                attempt.follow()
+            }
+        });
         let client = Client::builder()
             .default_headers(headers)
             .pool_max_idle_per_host(options.max_connections)
-            .redirect(reqwest::redirect::Policy::none()) // as the reference: not followed
+            .redirect(policy)
             .build()
             .map_err(|e| e.to_string())?;
         Ok(HttpReader {
@@ -64,6 +84,7 @@ impl HttpReader {
             max_bytes: options.max_bytes,
             counters,
             buffers,
+            authorization,
         })
     }
 
@@ -71,9 +92,16 @@ impl HttpReader {
         let parsed = reqwest::Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"));
-        if parsed.is_none() {
+        let Some(mut parsed) = parsed else {
             return Err(Failure::new(FailureKind::Invalid, "is not an http(s) URL"));
+        };
+        // reqwest sends a URL's user:password as Basic auth (as curl and requests
+        // do), unless the dataset's headers give Authorization, as the reference.
+        if self.authorization && (!parsed.username().is_empty() || parsed.password().is_some()) {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
         }
+        let url = parsed.as_str();
         let mut retry = 0;
         loop {
             let outcome = match tokio::time::timeout(self.timeout, self.attempt(url)).await {
@@ -109,10 +137,19 @@ impl HttpReader {
     async fn attempt(&self, url: &str) -> Result<Vec<u8>, Attempt> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let mut response = self.client.get(url).send().await.map_err(|e| {
+            // Without the URL: it may hold user:password, and the caller names the item.
+            let e = e.without_url();
             Attempt::Transient(format!("connection failed: {}", error_chain(&e)), None)
         })?;
         let status = response.status();
-        let text = status_text(status);
+        let mut text = status_text(status);
+        if status.is_redirection() {
+            // Past MAX_REDIRECTS, or without a Location: the reference's words.
+            text += match response.headers().contains_key(LOCATION) {
+                true => " after 10 redirects",
+                false => " without a Location",
+            };
+        }
         if status != StatusCode::OK {
             if self.retry.is_transient(status.as_u16()) {
                 let after = response

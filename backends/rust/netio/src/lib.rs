@@ -35,6 +35,7 @@ pub use store::S3Options;
 pub struct Counters {
     pub requests: AtomicU64,
     pub retries: AtomicU64,
+    pub redirects: AtomicU64,
     pub bytes: AtomicU64,
 }
 
@@ -108,9 +109,10 @@ impl Reader {
     }
 
     /// Start reading `locations` on the runtime now; `Pending::wait` gives each
-    /// one's bytes, in order. Setting `cancel` ends the reads still running (their
+    /// one's bytes, in order. A location is bytes: a file's path as the system
+    /// takes it (any bytes on Unix), a URL or key in UTF-8. Setting `cancel` ends the reads still running (their
     /// connections close) and fails them as cancelled.
-    pub fn start(&self, locations: Vec<String>, cancel: Arc<Cancel>) -> Arc<Pending> {
+    pub fn start(&self, locations: Vec<Vec<u8>>, cancel: Arc<Cancel>) -> Arc<Pending> {
         let pending = Arc::new(Pending::default());
         let done = pending.clone();
         let inner = self.inner.clone();
@@ -135,7 +137,7 @@ impl Reader {
 }
 
 impl Inner {
-    async fn read_job(&self, locations: &[String], cancel: &Arc<Cancel>) -> Results {
+    async fn read_job(&self, locations: &[Vec<u8>], cancel: &Arc<Cancel>) -> Results {
         let Engine::Files { max_bytes } = &self.engine else {
             return join_all(locations.iter().map(|location| self.read_one(location))).await;
         };
@@ -164,7 +166,10 @@ impl Inner {
         })
     }
 
-    async fn read_one(&self, location: &str) -> Result<Vec<u8>, Failure> {
+    async fn read_one(&self, location: &[u8]) -> Result<Vec<u8>, Failure> {
+        let Ok(location) = std::str::from_utf8(location) else {
+            return Err(Failure::new(FailureKind::Invalid, "is not valid UTF-8"));
+        };
         let _permit = self.limit.acquire().await.expect("never closed");
         match &self.engine {
             Engine::Files { .. } => unreachable!("read_job reads files"),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
@@ -28,6 +29,7 @@ pub struct S3Reader {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     max_bytes: Option<u64>,
+    retry: RetryPolicy,
 }
 
 impl S3Reader {
@@ -71,6 +73,7 @@ impl S3Reader {
             store: Arc::new(store),
             prefix: options.prefix,
             max_bytes: options.max_bytes,
+            retry: options.retry,
         })
     }
 
@@ -83,19 +86,56 @@ impl S3Reader {
                 format!("is not a key the store takes: {e}"),
             )
         })?;
-        let result = self.store.get(&path).await.map_err(store_failure)?;
-        if let Some(limit) = self.max_bytes {
-            if result.meta.size > limit {
-                return Err(Failure::too_large(result.meta.size, limit));
+        // object_store retries requests itself, and resumes a body cut short with a
+        // range request; a server that ignores the range answers with the whole
+        // object, which object_store appends. So a body that fails, or whose length
+        // is not the object's, starts over here: only the object's bytes come back.
+        let mut attempt = 0;
+        loop {
+            let result = self.store.get(&path).await.map_err(store_failure)?;
+            let size = result.meta.size;
+            if let Some(limit) = self.max_bytes {
+                if size > limit {
+                    return Err(Failure::too_large(size, limit));
+                }
             }
+            let mut body = Vec::with_capacity(size.min(1 << 30) as usize);
+            let mut stream = result.into_stream();
+            let reason = loop {
+                match stream.next().await {
+                    Some(Ok(chunk)) if body.len() + chunk.len() <= size as usize => {
+                        body.extend_from_slice(&chunk)
+                    }
+                    Some(Ok(chunk)) => {
+                        break format!(
+                            "the store sent {} bytes for an object of {size} bytes",
+                            body.len() + chunk.len()
+                        )
+                    }
+                    Some(Err(_)) => {
+                        break format!("the body was cut short ({} of {size} bytes)", body.len())
+                    }
+                    None if body.len() as u64 == size => return Ok(body),
+                    None => {
+                        break format!("the body was cut short ({} of {size} bytes)", body.len())
+                    }
+                }
+            };
+            attempt += 1;
+            if attempt > self.retry.max_retries {
+                return Err(Failure::new(
+                    FailureKind::Fetch,
+                    format!("failed after {attempt} attempts; last: {reason}"),
+                )
+                .with_attempts(attempt));
+            }
+            tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
         }
-        let bytes = result.bytes().await.map_err(store_failure)?;
-        Ok(bytes.to_vec())
     }
 }
 
 fn store_failure(error: object_store::Error) -> Failure {
-    let status = match &error {
+    let mut status = match &error {
         object_store::Error::NotFound { .. } => Some(404),
         object_store::Error::PermissionDenied { .. } => Some(403),
         object_store::Error::Unauthenticated { .. } => Some(401),
@@ -120,17 +160,41 @@ fn store_failure(error: object_store::Error) -> Failure {
             format!("HTTP {status} {reason}: {code}: {message} (not retried)")
         }
         _ => {
-            let mut text = detail.clone();
-            text.truncate(text.char_indices().nth(400).map_or(text.len(), |(i, _)| i));
+            // What failed in the reference's words, not object_store's internals.
+            let (reason, code) = plain_reason(&detail);
+            status = status.or(code);
             match retries {
-                Some(n) => format!("failed after {} attempts; last: {text}", n + 1),
-                None => text,
+                Some(n) => format!("failed after {} attempts; last: {reason}", n + 1),
+                None => reason,
             }
         }
     };
     Failure::new(FailureKind::Fetch, text)
         .with_status(status)
         .with_attempts(retries.map_or(1, |n| n + 1))
+}
+
+/// An object_store error chain as the reference words it: "HTTP 503 Service
+/// Unavailable" (with the status), "connection failed: <the system's reason>", or
+/// the innermost cause.
+fn plain_reason(detail: &str) -> (String, Option<u16>) {
+    if let Some(rest) = detail.split("non-2xx status code: ").nth(1) {
+        let line = rest.split(':').next().unwrap_or(rest).trim();
+        let status = line.get(..3).and_then(|code| code.parse().ok());
+        return (format!("HTTP {line}"), status);
+    }
+    let innermost = detail.rsplit(": ").next().unwrap_or(detail).trim();
+    let mut reason = innermost.to_string();
+    reason.truncate(
+        reason
+            .char_indices()
+            .nth(300)
+            .map_or(reason.len(), |(i, _)| i),
+    );
+    if detail.contains("error sending request") {
+        return (format!("connection failed: {reason}"), None);
+    }
+    (reason, None)
 }
 
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
