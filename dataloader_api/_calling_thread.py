@@ -19,6 +19,7 @@ from ._resume import ResumePoint
 from ._samplers import SequentialSampler
 from ._state import LoaderState
 from ._stats import StatsRecorder
+from ._torch_datapipes import prepare_epoch
 from ._transform_hook import Transform, transformed_fetch
 from ._workers import worker_info
 
@@ -124,6 +125,7 @@ def _iterable_stream(
         if options.distributed
         else None
     )
+    prepare_epoch(options.dataset, point.datapipe_seed, None, 0)
     yield from open_iterable(
         options.dataset,
         info,

@@ -78,9 +78,7 @@ def default_collate(batch: Any) -> Any:
         raise ValueError("default_collate: cannot collate an empty batch")
     elem = batch[0]
     if _is_tensor(elem):
-        import torch
-
-        return torch.stack(list(batch), 0)
+        return _stack_tensors(batch, elem)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OUSV":
             raise TypeError(_BAD_ARRAY_DTYPE.format(elem.dtype))
@@ -129,6 +127,26 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, collections.abc.Sequence):
         return _rebuild_sequence(data, [default_convert(d) for d in data])
     return data
+
+
+def _stack_tensors(batch: Any, elem: Any) -> Any:
+    import torch
+
+    # torch's own checks and words (its tests match them): stack cannot batch these
+    for kind, odd in (("nested", elem.is_nested), ("sparse", elem.layout in _sparse_layouts())):
+        if odd:
+            raise RuntimeError(
+                f"Batches of {kind} tensors are not currently supported by the default "
+                "collate_fn; please provide a custom collate_fn to handle them appropriately."
+            )
+    return torch.stack(list(batch), 0)
+
+
+def _sparse_layouts() -> set[Any]:
+    import torch
+
+    names = ("sparse_coo", "sparse_csr", "sparse_bsr", "sparse_csc", "sparse_bsc")
+    return {getattr(torch, name) for name in names if hasattr(torch, name)}
 
 
 def torch_collate(batch: Any) -> Any:

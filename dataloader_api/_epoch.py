@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import _idle_pools as idle_pools
@@ -27,10 +28,12 @@ from ._resume import ResumePoint, capture_epoch_start, resume_point
 from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
+from ._torch_datapipes import epoch_seed, is_iter_datapipe, prepare_epoch
 from ._torch_global_rng import watch_torch_global_rng
 from ._torch_worker_info import patch_torch_worker_info
 from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
 from ._worker_copies import per_worker_fetch
+from ._worker_handles import worker_handles
 from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
@@ -58,6 +61,8 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     ):
         seeds.draw()  # torch's new iterator draws before its sampler shuffles
     point = resume_point(state, options.is_iterable)
+    if options.is_iterable and is_iter_datapipe(options.dataset):
+        point = replace(point, datapipe_seed=epoch_seed(options.dataset, options.generator))
     state.epoch_start = capture_epoch_start(options)
     transform = epoch_transform(options.transform, state.worker_seeds, state.epochs_started)
     state.epochs_started += 1
@@ -118,6 +123,8 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         )
         if owned and workers.shared:
             iterator.hand_back = _hand_back(options, state, workers)
+        pools = iterator.owned_pools if owned else [workers.pool]
+        iterator._workers = worker_handles(options.num_workers, pools)
     if isinstance(iterator, LengthCheckedIterator):
         assert state.iterable_len_called is not None
         iterator.reported = state.iterable_len_called
@@ -268,6 +275,7 @@ def _start_stream(
         def open_stream(stream_id: int) -> Iterator[Any]:
             worker_id = (stream_id + first) % num_workers
             info = infos[worker_id]
+            prepare_epoch(info.dataset, point.datapipe_seed, worker_id, num_workers)
             return open_iterable(
                 info.dataset,
                 info,

@@ -33,6 +33,10 @@ __all__ = ["LengthCheckedIterator", "LoaderIterator"]
 class LoaderIterator:
     """One epoch of a ``DataLoader``; closing it (or dropping it) stops its workers."""
 
+    #: torch's name for the epoch's workers (``_worker_handles``); unset on the
+    #: calling thread, as torch's single-process iterator has none
+    _workers: list[Any]
+
     def __init__(
         self,
         batches: Iterator[Any] | BatchStream,
@@ -137,6 +141,12 @@ class LoaderIterator:
         return self._length
 
     @property
+    def owned_pools(self) -> list[WorkerPool]:
+        """The pool this epoch owns and will close (empty once handed back): the
+        list itself, which changes as the epoch ends."""
+        return self._pools
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` was called (or the epoch ended it)."""
         return self._closed
@@ -174,19 +184,17 @@ class LoaderIterator:
 
 
 class LengthCheckedIterator(LoaderIterator):
-    """An epoch of an iterable dataset after ``len(loader)`` was taken: warns (once)
-    when it yields more batches than that length, as torch does. A subclass, so
-    that other epochs pay nothing for the check."""
+    """An epoch of an iterable dataset after ``len(loader)`` was taken: warns at
+    each batch past that length, as torch does. A subclass, so that other epochs
+    pay nothing for the check."""
 
     reported: int = 0
     dataset: Any = None
     workers: int = 0
-    _warned = False
 
     def __next__(self) -> Any:
         batch = super().__next__()
-        if self.position > self.reported and not self._warned:
-            self._warned = True
+        if self.position > self.reported:
             message = (
                 f"Length of IterableDataset {self.dataset} was reported to be {self.reported} "
                 f"(when accessing len(dataloader)), but {self.position} samples have been "

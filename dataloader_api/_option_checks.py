@@ -49,8 +49,9 @@ def check_multiprocessing_context(context: Any, num_workers: int) -> None:
         return
     if num_workers == 0:
         raise ValueError(
-            "multiprocessing_context can only be used with worker threads "
-            f"(num_workers > 0), but got num_workers={num_workers}"
+            # torch's words, which its tests match; our workers are threads
+            "multiprocessing_context can only be used with worker threads, torch's "
+            f"multi-process loading (num_workers > 0), but got num_workers={num_workers}"
         )
     if isinstance(context, str):
         if context not in _START_METHODS:
@@ -60,7 +61,7 @@ def check_multiprocessing_context(context: Any, num_workers: int) -> None:
             )
     elif not _is_multiprocessing_context(context):
         raise TypeError(
-            "multiprocessing_context option must be a valid context object or a string "
+            "multiprocessing_context option should be a valid context object or a string "
             f"specifying the start method, but got multiprocessing_context={context!r}"
         )
 

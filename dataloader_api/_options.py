@@ -31,6 +31,7 @@ from ._registry import resolve_backend
 from ._samplers import RandomSampler, SequentialSampler
 from ._seeding import EpochSeeds, derive_seed
 from ._stats import EpochStats
+from ._torch_datapipes import take_shuffle
 from ._torch_random import is_torch_generator
 from ._transform_hook import check_transform
 from .contract import Backend
@@ -188,8 +189,6 @@ def build_options(
     check_multiprocessing_context(multiprocessing_context, num_workers)
     check_callable("collate_fn", collate_fn)
     check_callable("worker_init_fn", worker_init_fn)
-    if not isinstance(drop_last, bool):
-        raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last!r}")
     if not isinstance(pin_memory_device, str):
         raise TypeError(
             f"pin_memory_device should be a str, but got pin_memory_device={pin_memory_device!r}"
@@ -223,6 +222,7 @@ def build_options(
         worker_seed_base = derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
     iterable = is_iterable_dataset(dataset)
     if iterable:
+        shuffle = take_shuffle(dataset, shuffle)  # a torch datapipe shuffles itself
         for name, value in (("shuffle", shuffle), ("sampler", sampler)):
             if value not in (None, False):
                 raise ValueError(
@@ -263,6 +263,9 @@ def build_options(
         raise ValueError(
             "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
         )
+    # After the checks above, as torch orders them (its tests match the first error).
+    if not isinstance(drop_last, bool):
+        raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last!r}")
 
     if not iterable and sampler is None:
         if shuffle and not hasattr(dataset, "__len__"):

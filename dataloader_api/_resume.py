@@ -47,6 +47,8 @@ class ResumePoint:
     skip: int = 0
     worker_states: dict[int, Any] = field(default_factory=dict)
     first_worker: int = 0
+    #: the seed every worker's copy of a torch datapipe shuffles with (None: no datapipe)
+    datapipe_seed: int | None = None
 
 
 def resume_point(state: LoaderState, iterable: bool) -> ResumePoint:

@@ -22,9 +22,10 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._torch_datapipes import is_iter_datapipe, worker_copy
 from ._worker_info import WorkerInfo, get_worker_info
 
-__all__ = ["copies_per_worker", "per_worker_fetch", "worker_dataset"]
+__all__ = ["bound_to_copy", "copies_per_worker", "per_worker_fetch", "worker_dataset"]
 
 # Instances of these hold items, not state: copying them would copy the items.
 _CONTAINERS = (list, tuple, dict, set, frozenset, range, str, bytes, bytearray, memoryview)
@@ -58,6 +59,8 @@ def worker_dataset(options: Any) -> Any:
     dataset = options.dataset
     if not copies_per_worker(options):
         return dataset
+    if is_iter_datapipe(dataset):
+        return worker_copy(dataset)
     try:
         return copy.copy(dataset)
     except Exception as error:
@@ -68,6 +71,15 @@ def worker_dataset(options: Any) -> Any:
             "copy, as each torch worker process has one: define __copy__ for it, or pass "
             "DataLoader(share_dataset=True) to let every worker call this one object"
         ) from error
+
+
+def bound_to_copy(function: Callable[..., Any], dataset: Any, copy_: Any) -> Callable[..., Any]:
+    """``function``, or, when it is a method of ``dataset`` (``worker_init_fn=
+    self.worker_init_fn``), the same method of the worker's copy: in a torch worker
+    process it runs on that worker's copy, and so does what it sets on ``self``."""
+    if copy_ is dataset or getattr(function, "__self__", None) is not dataset:
+        return function
+    return function.__func__.__get__(copy_)  # type: ignore[attr-defined,no-any-return]
 
 
 def per_worker_fetch(

@@ -17,7 +17,7 @@ from typing import Any
 from . import _idle_pools as idle_pools
 from ._options import LoaderOptions
 from ._seeding import EpochSeeds, IteratorSeeds
-from ._worker_copies import worker_dataset
+from ._worker_copies import bound_to_copy, worker_dataset
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import PoolSpec, WorkerPool, process_id
 
@@ -106,14 +106,20 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
     shared = idle_pools.reusable(options)
     if shared and (idle := idle_pools.take(options)) is not None:
         return Workers(idle, infos, shared=True, taken=True)
-    worker_init_fn = options.worker_init_fn
+    # Made here, not in thread_init: an idle pool's threads keep thread_init, which
+    # must not keep the loader's options (nor its dataset) alive.
+    inits = [
+        bound_to_copy(options.worker_init_fn, options.dataset, info.dataset)
+        for info in infos
+        if options.worker_init_fn is not None
+    ]
 
     def thread_init(worker_id: int) -> None:
         set_worker_info(infos[worker_id])
         if shared:
             idle_pools.note_slot(worker_id, infos)
-        if worker_init_fn is not None:
-            worker_init_fn(worker_id)
+        if inits:
+            inits[worker_id](worker_id)
 
     spec = PoolSpec(
         num_threads=options.num_workers,

@@ -462,19 +462,20 @@ class LongerThanItsLen(IterableDataset):
         return iter(range(10))
 
 
-def test_an_iterable_dataset_longer_than_its_len_warns_once_per_epoch():
+def test_an_iterable_dataset_longer_than_its_len_warns_at_each_later_batch():
     loader = DataLoader(LongerThanItsLen(), batch_size=2, num_workers=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         list(loader)  # len() not taken: nothing to compare with
         assert len(loader) == 2
         assert len(list(loader)) == 5
-    [warning] = caught
-    assert str(warning.message).startswith("Length of IterableDataset")
-    assert "reported to be 2 (when accessing len(dataloader)), but 3 samples" in str(
-        warning.message
-    )
-    assert warning.filename == __file__  # points at the user's loop
+    assert len(caught) == 3  # as torch: batches 3, 4 and 5
+    for warning, fetched in zip(caught, (3, 4, 5), strict=True):
+        assert str(warning.message).startswith("Length of IterableDataset")
+        assert f"reported to be 2 (when accessing len(dataloader)), but {fetched} samples" in (
+            str(warning.message)
+        )
+        assert warning.filename == __file__  # points at the user's loop
 
 
 def test_more_workers_than_cpus_warns_as_torch_does():

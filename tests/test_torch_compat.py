@@ -336,7 +336,9 @@ def warnings_of(loader_class, **kwargs):
 def test_torchs_warnings_are_given_too(kwargs, prefix):
     theirs = [m for m in warnings_of(TorchDataLoader, **kwargs) if m.startswith(prefix)]
     ours = [m for m in warnings_of(DataLoader, **kwargs) if m.startswith(prefix)]
-    assert theirs and ours  # torch warns on each batch past the length, we once
+    # At each batch past the length: torch counts that length in samples, we in
+    # batches (as len(loader) does), so we warn from an earlier batch on.
+    assert theirs and len(ours) >= len(theirs)
 
 
 def test_private_attributes_equal_torchs():
