@@ -12,12 +12,14 @@ import base64
 import random
 import re
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
+from ._host_limit import HostLimit
 from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = ["MAX_REDIRECTS", "Counters", "HttpClient", "redact"]
@@ -64,10 +66,11 @@ class _Transient(Exception):
 
 
 class _Response:
-    __slots__ = ("body", "headers", "reason", "reusable", "status")
+    __slots__ = ("body", "headers", "reason", "replied", "reusable", "status")
 
     def __init__(self, version: str, status: int, reason: str, headers: dict[str, str]) -> None:
         self.status, self.reason, self.headers = status, reason, headers
+        self.replied = time.monotonic()  # made as the status line arrives
         self.body = b""
         # HTTP/1.0 closes after each reply unless the server says keep-alive.
         keep = headers.get("connection", "").lower()
@@ -93,7 +96,7 @@ class HttpClient:
         self.max_connections = max_connections
         self.counters = counters
         self._idle: dict[tuple[str, str, int], list[Connection]] = {}
-        self._slots: dict[tuple[str, str, int], asyncio.Semaphore] = {}
+        self._limits: dict[tuple[str, str, int], HostLimit] = {}
         self._rng = random.Random()
         self._ssl: ssl.SSLContext | None = None
 
@@ -160,21 +163,28 @@ class HttpClient:
     ) -> _Response:
         """One request: a transient failure raises ``_Transient``."""
         key = _origin(parts)
-        slots = self._slots.get(key)
-        if slots is None:
-            slots = self._slots[key] = asyncio.Semaphore(self.max_connections)
-        async with slots:
+        limit = self._limits.get(key)
+        if limit is None:
+            limit = self._limits[key] = HostLimit(self.max_connections)
+        started, replied = await limit.acquire(), None
+        try:
             idle = self._idle.setdefault(key, [])
             # A pooled connection the server has closed fails before any reply: the
             # request then goes once more on a new connection, not counted as a retry.
+            # So does a connect that stalls (a SYN the server dropped), a few times.
+            quick = _QUICK_RECONNECTS
             while True:
                 reused = bool(idle)
                 connection = idle.pop() if reused else None
                 try:
                     async with asyncio.timeout(self.timeout):
                         if connection is None:
-                            connection = await self._connect(key)
+                            deadline = limit.connect_deadline() if quick else None
+                            connection = await self._connect(key, limit, started, deadline)
                         response = await self._exchange(connection, parts, headers, index, where)
+                except _SlowConnect:
+                    quick -= 1
+                    continue
                 except TimeoutError:
                     _close(connection)
                     raise _Transient(f"timed out after {self.timeout:g} s") from None
@@ -192,6 +202,7 @@ class HttpClient:
                 except BaseException:
                     _close(connection)
                     raise
+                replied = response.replied
                 if response.reusable:
                     idle.append(connection)
                 else:
@@ -202,15 +213,26 @@ class HttpClient:
                         parse_retry_after(response.headers.get("retry-after")),
                     )
                 return response
+        finally:
+            limit.release(started, replied)
 
-    async def _connect(self, key: tuple[str, str, int]) -> Connection:
+    async def _connect(
+        self, key: tuple[str, str, int], limit: HostLimit, started: float, deadline: float | None
+    ) -> Connection:
         scheme, host, port = key
         context = None
         if scheme == "https":
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
             context = self._ssl
-        connection = await asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        begun = time.monotonic()
+        opening = asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        try:
+            connection = await asyncio.wait_for(opening, deadline)
+        except TimeoutError:
+            limit.stalled(started)
+            raise _SlowConnect from None
+        limit.connected(time.monotonic() - begun)
         self.counters.connections += 1
         return connection
 
@@ -277,6 +299,14 @@ class HttpClient:
 
 class _Stale(Exception):
     """A connection that ended before the first byte of the reply."""
+
+
+class _SlowConnect(Exception):
+    """A connect past the host's deadline: a SYN the server dropped, sent again now."""
+
+
+# Connects tried again at once per attempt before one waits as long as the system does.
+_QUICK_RECONNECTS = 3
 
 
 async def _read_chunked(

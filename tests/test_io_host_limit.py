@@ -1,0 +1,76 @@
+"""The reference client's per-host limit: TCP's window rules, fed by reply and
+connect times (no clock needed: the times are given)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dataloader_api.io._host_limit import CONNECT_STALL, STALL, START, HostLimit
+
+
+def test_starts_small_and_doubles_each_round_up_to_the_ceiling():
+    limit = HostLimit(64)
+    assert limit.limit == START
+    for _ in range(8):
+        limit._measure(0.0, 0.02)
+    assert limit.limit == 16  # one more per reply: a round of 8 replies doubles it
+    for _ in range(100):
+        limit._measure(0.0, 0.02)
+    assert limit.limit == 64
+    assert HostLimit(3).limit == 3
+
+
+def test_a_stalled_reply_halves_it_once_per_burst_then_it_grows_by_one_per_round():
+    limit = HostLimit(64)
+    for _ in range(24):
+        limit._measure(0.0, 0.02)
+    assert limit.limit == 32
+    limit._measure(0.0, STALL + 0.3)  # a SYN dropped and resent 1 s later
+    assert limit.limit == 16 and limit.stalls == 1
+    limit._measure(0.0, STALL + 0.3)  # sent before the cut: the same burst
+    assert limit.limit == 16 and limit.stalls == 1
+    for _ in range(16):
+        limit._measure(0.0, 0.02)
+    assert 16.9 < limit.limit < 17.1  # one more per round of 16
+
+
+def test_a_slow_server_is_not_a_stall():
+    limit = HostLimit(64)
+    for _ in range(100):
+        limit._measure(0.0, 2.0)  # every reply takes 2 s: that is the server
+    assert limit.limit == 64 and limit.stalls == 0
+
+
+def test_a_connect_far_slower_than_the_fastest_is_a_stall():
+    limit = HostLimit(64)
+    assert limit.connect_deadline() is None  # nothing to compare with yet
+    limit.connected(0.0001)
+    assert limit.connect_deadline() == CONNECT_STALL  # never sooner than that
+    limit.connected(0.05)
+    limit.fastest_connect = 0.05
+    assert limit.connect_deadline() == 0.4
+    limit.stalled(started=1e18)
+    assert limit.limit == START / 2 and limit.stalls == 1
+
+
+def test_turns_past_the_limit_wait_for_a_release():
+    async def main() -> None:
+        limit = HostLimit(2)
+        release = asyncio.Event()
+        running: list[int] = []
+
+        async def request(i: int) -> None:
+            started = await limit.acquire()
+            running.append(i)
+            await release.wait()
+            limit.release(started, None)
+
+        tasks = [asyncio.ensure_future(request(i)) for i in range(3)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert running == [0, 1] and limit.in_flight == 2  # the third waits its turn
+        release.set()
+        await asyncio.gather(*tasks)
+        assert running == [0, 1, 2] and limit.in_flight == 0
+
+    asyncio.run(main())
