@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,21 @@ class UrlGet:
             return response.read()  # type: ignore[no-any-return]
 
 
+class UrlGetRetrying(UrlGet):
+    """``UrlGet`` with the retry loop a user adds for 5xx replies (urllib has none):
+    up to 5 attempts, 10 ms apart, as the loaders' retry policy here."""
+
+    def __getitem__(self, index: int) -> bytes:
+        for attempt in range(5):
+            try:
+                return super().__getitem__(index)
+            except urllib.error.HTTPError as error:
+                if error.code < 500 or attempt == 4:
+                    raise
+                time.sleep(0.01)
+        raise AssertionError("unreachable")
+
+
 class OpenRead(UrlGet):
     """``open(path, "rb").read()`` in ``__getitem__``."""
 
@@ -59,10 +75,14 @@ class OpenRead(UrlGet):
             return file.read()
 
 
-def start_server(objects: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(objects: int, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """The loopback server (or ``extra[0]`` when it is a script path) in a process."""
+    script = ["-m", "dataloader_api.io.loopback"]
+    if extra and extra[0].endswith(".py"):
+        script, extra = [extra[0]], extra[1:]
     process = subprocess.Popen(
-        [sys.executable, "-m", "dataloader_api.io.loopback", "--objects", str(objects),
-         "--size", str(SIZE), "--latency", str(LATENCY)],
+        [sys.executable, *script, "--objects", str(objects), "--size", str(SIZE),
+         "--latency", str(LATENCY), *extra],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None
@@ -270,5 +290,50 @@ def _with_cpu(entry: Entry, server: int, into: list[float]) -> Entry:
     return Entry(entry.label, measured, entry.workers)
 
 
+# (what the server does, its command-line options or script, objects at scale 1)
+SERVERS = [
+    ("a server that closes every connection (HTTP/1.0)", ("--close",), 4_000),
+    ("a server answering 2 % of requests 503", ("--fault-rate", "0.02"), 4_000),
+    (
+        "Python's http.server (HTTP/1.0, listen backlog 5)",
+        (str(Path(__file__).with_name("stdlib_server.py")),),
+        1_000,
+    ),
+]
+
+
+def other_servers(s: Any) -> list[Table]:
+    """10d: native reads and the reference's against servers unlike the keep-alive
+    one of 10a, beside urllib in 8 torch worker processes."""
+    tables = []
+    for letter, (what, options, count) in zip("def", SERVERS, strict=True):
+        objects = count // s.scale
+        process, base = start_server(objects, *options)
+        try:
+            urls = [f"{base}/{i}" for i in range(objects)]
+            kw = {"max_concurrency": CONCURRENCY, "prefetch_factor": 4}
+            entries: list[Entry | None] = []
+            if "rust" in s.names:
+                entries.append(ours(HttpDataset(urls), "rust", 2, "native reads", **kw))
+                reference = ours(HttpDataset(urls), "rust", 2, "reference", **kw)
+                entries.append(reference_reads(reference))
+            entries.append(ours(HttpDataset(urls), "threads", 2, "reference", **kw))
+            slow = UrlGetRetrying(urls[: max(64, objects // 4)])
+            entries += [e for e in _peer_rows(slow, [8], "urllib in __getitem__")[:1] if e]
+            title = (
+                f"10{letter}. HTTP from {what}: {objects} objects of {SIZE // 1024} KiB, "
+                f"{LATENCY * 1e3:g} ms per reply, batch 32, {CONCURRENCY} in flight at most"
+            )
+            ideal = [CONCURRENCY / LATENCY] * s.runs
+            bound = (f"ideal ({CONCURRENCY} in flight / {LATENCY * 1e3:g} ms)", ideal)
+            tables.append(
+                rates_table(f"http_servers_{letter}", "remote", title, entries, s.runs, bound)
+            )
+        finally:
+            process.terminate()
+            process.wait(10)
+    return tables
+
+
 def remote(s: Any) -> list[Table]:
-    return [http(s), concurrency_sweep(s), *files(s)]
+    return [http(s), concurrency_sweep(s), *other_servers(s), *files(s)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import threading
 from collections import defaultdict, deque
 from collections.abc import Mapping
@@ -91,10 +92,14 @@ class LoopbackServer:
         generate: tuple[int, int] | None = None,
         port: int = 0,
         close: bool = False,
+        fault_rate: float = 0.0,
     ) -> None:
         self.objects = dict(objects or {})
         #: answer as HTTP/1.0 servers do: one reply per connection, then close it
         self.close = close
+        #: the share of requests (without a queued fault) answered 503, at random
+        self.fault_rate = fault_rate
+        self._random = random.Random(0)
         self.latency = latency
         self._generate = generate
         self._tail = generated_object(0, generate[1])[8:] if generate else b""
@@ -218,6 +223,8 @@ class _Protocol(asyncio.Protocol):
         server.headers_seen.append(headers)
         faults = server._faults.get(path)
         fault = faults.popleft() if faults else None
+        if fault is None and server.fault_rate and server._random.random() < server.fault_rate:
+            fault = Status(503)
         delay = server.latency + (fault.seconds if isinstance(fault, Delay) else 0.0)
         if delay > 0:
             asyncio.get_running_loop().call_later(delay, self._reply, path, fault)
@@ -298,9 +305,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--close", action="store_true", help="one reply per connection")
+    parser.add_argument("--fault-rate", type=float, default=0.0, help="share answered 503")
     args = parser.parse_args()
     server = LoopbackServer(
-        latency=args.latency, generate=(args.objects, args.size), port=args.port, close=args.close
+        latency=args.latency,
+        generate=(args.objects, args.size),
+        port=args.port,
+        close=args.close,
+        fault_rate=args.fault_rate,
     ).start()
     print(server.url, flush=True)
     try:

@@ -1,8 +1,9 @@
 //! HTTP(S) GETs on pooled keep-alive connections, with the retry policy.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, LOCATION, RETRY_AFTER,
@@ -11,6 +12,7 @@ use reqwest::{Client, StatusCode};
 
 use crate::buffers::BufferPool;
 use crate::failure::{error_chain, Failure, FailureKind};
+use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::Counters;
 
@@ -34,13 +36,21 @@ pub struct HttpReader {
     buffers: Arc<BufferPool>,
     /// `headers` hold Authorization: it wins over a URL's user:password.
     authorization: bool,
+    max_connections: usize,
+    /// Each host's requests in flight (`host_limit`), by "host:port".
+    limits: Mutex<HashMap<String, Arc<HostLimit>>>,
 }
 
 /// Why one attempt failed.
 enum Attempt {
     Transient(String, Option<f64>),
     Permanent(Failure),
+    /// A connect past the reader's deadline (`host_limit`): made again at once.
+    SlowConnect(String),
 }
+
+/// Connects made again at once per attempt before one waits as long as the system does.
+const QUICK_RECONNECTS: u32 = 3;
 
 impl HttpReader {
     pub fn new(
@@ -71,10 +81,14 @@ impl HttpReader {
                 attempt.follow()
             }
         });
+        let stalls = StallLayer {
+            times: Arc::new(ConnectTimes::default()),
+        };
         let client = Client::builder()
             .default_headers(headers)
             .pool_max_idle_per_host(options.max_connections)
             .redirect(policy)
+            .connector_layer(stalls)
             .build()
             .map_err(|e| e.to_string())?;
         Ok(HttpReader {
@@ -85,7 +99,22 @@ impl HttpReader {
             counters,
             buffers,
             authorization,
+            max_connections: options.max_connections,
+            limits: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn host_limit(&self, url: &reqwest::Url) -> Arc<HostLimit> {
+        let host = format!(
+            "{}:{}",
+            url.host_str().unwrap_or(""),
+            url.port_or_known_default().unwrap_or(0)
+        );
+        let mut limits = self.limits.lock().unwrap_or_else(|e| e.into_inner());
+        limits
+            .entry(host)
+            .or_insert_with(|| Arc::new(HostLimit::new(self.max_connections)))
+            .clone()
     }
 
     pub async fn get(&self, url: &str) -> Result<Vec<u8>, Failure> {
@@ -101,19 +130,32 @@ impl HttpReader {
             let _ = parsed.set_username("");
             let _ = parsed.set_password(None);
         }
+        let limit = self.host_limit(&parsed);
         let url = parsed.as_str();
-        let mut retry = 0;
+        let (mut retry, mut quick) = (0, QUICK_RECONNECTS);
         loop {
-            let outcome = match tokio::time::timeout(self.timeout, self.attempt(url)).await {
+            let started = limit.acquire().await;
+            let mut replied = None;
+            let attempt = self.attempt(url, &mut replied);
+            let outcome = match tokio::time::timeout(self.timeout, attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(Attempt::Transient(
                     format!("timed out after {} s", trim(self.timeout.as_secs_f64())),
                     None,
                 )),
             };
+            limit.release(started, replied);
             let (reason, retry_after) = match outcome {
                 Ok(body) => return Ok(body),
                 Err(Attempt::Permanent(failure)) => return Err(failure.with_attempts(retry + 1)),
+                Err(Attempt::SlowConnect(reason)) => {
+                    limit.stalled(started);
+                    if quick > 0 {
+                        quick -= 1; // connect again at once, as the reference does
+                        continue;
+                    }
+                    (reason, None)
+                }
                 Err(Attempt::Transient(reason, retry_after)) => (reason, retry_after),
             };
             if retry >= self.retry.max_retries {
@@ -134,13 +176,22 @@ impl HttpReader {
         }
     }
 
-    async fn attempt(&self, url: &str) -> Result<Vec<u8>, Attempt> {
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+    /// One request; `replied` is set when its headers come.
+    async fn attempt(&self, url: &str, replied: &mut Option<Instant>) -> Result<Vec<u8>, Attempt> {
         let mut response = self.client.get(url).send().await.map_err(|e| {
             // Without the URL: it may hold user:password, and the caller names the item.
             let e = e.without_url();
-            Attempt::Transient(format!("connection failed: {}", error_chain(&e)), None)
+            let reason = format!("connection failed: {}", error_chain(&e));
+            match is_slow_connect(&e) {
+                true => Attempt::SlowConnect(reason), // never sent: not counted
+                false => {
+                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                    Attempt::Transient(reason, None)
+                }
+            }
         })?;
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        *replied = Some(Instant::now());
         let status = response.status();
         let mut text = status_text(status);
         if status.is_redirection() {

@@ -5,6 +5,7 @@
 mod buffers;
 mod failure;
 mod files;
+mod host_limit;
 mod http;
 mod retry;
 mod runtime;
