@@ -57,6 +57,7 @@ BROKEN = {
         "test_an_item_that_needs_a_deep_stack_runs",
     ],
     "broken-thread-end": ["test_a_worker_threads_end_never_crashes"],
+    "broken-closed": ["test_a_closed_pool_raises_the_contracts_error"],
     "broken-copies": ["test_each_worker_calls_its_own_copy"],
 }
 # CPython with gh-119585's fix (3.12.5+, 3.13+) clears a state at gilstate counter 1

@@ -19,7 +19,15 @@ from support import (
     wait_until,
 )
 
-from dataloader_api import DataLoader, DataLoaderTimeoutError
+from dataloader_api import DataLoader, DataLoaderTimeoutError, resolve_backend
+from dataloader_api.contract import (
+    BatchJob,
+    IterWork,
+    MapWork,
+    PoolClosedError,
+    PoolSpec,
+    StreamSpec,
+)
 
 
 @given(
@@ -173,3 +181,19 @@ def test_an_abandoned_epoch_that_failed_leaves_no_thread_running(backend):
     assert caught
     assert wait_until(lambda: python_thread_count() <= py_before)
     assert wait_until(lambda: os_thread_count() <= os_before)
+
+
+@pytest.mark.parametrize("kind", ["map", "iterable"])
+def test_a_closed_pool_raises_the_contracts_error(backend, kind):
+    """Contract: a stream started on a closed pool raises ``PoolClosedError`` (the
+    contract's type, which the loader and its users can catch on every backend)."""
+    pool = resolve_backend(backend).create_pool(PoolSpec(1, lambda worker_id: None))
+    pool.close()
+    assert pool.join(30)
+    with pytest.raises(PoolClosedError):
+        if kind == "map":
+            work = MapWork(iter([BatchJob(0, [0])]), fetch=list, collate=list)
+            stream = pool.map_batches(work, StreamSpec(1))
+        else:
+            stream = pool.stream_batches(IterWork(lambda i: iter([[0]]), 1), StreamSpec(1))
+        list(stream)

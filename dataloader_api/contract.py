@@ -114,6 +114,7 @@ __all__ = [
     "ImageWork",
     "IterWork",
     "MapWork",
+    "PoolClosedError",
     "PoolSpec",
     "StatsSink",
     "StreamSpec",
@@ -132,6 +133,10 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class PoolClosedError(RuntimeError):
+    """Every backend's error for a stream started or read after its pool closed."""
 
 
 def process_id() -> int:
@@ -367,7 +372,8 @@ class WorkerPool(Protocol):
 
     def close(self) -> None:
         """Start no job any more and end the threads once idle; idempotent, prompt,
-        never waiting for a thread busy in user code."""
+        never waiting for a thread busy in user code. A stream started or read
+        after it raises ``PoolClosedError``."""
         ...
 
     def join(self, timeout: float | None = None) -> bool:
@@ -392,11 +398,10 @@ class Backend(Protocol):
     ``start(locations, cancel)``, which starts a job's reads at once and
     returns a handle whose ``wait()`` gives each location's ``bytes`` or a
     failure record ``(kind, message, status, attempts, errno)`` that the
-    dataset raises as the reference would (a location is ``bytes`` for a
-    file's path, ``os.fsencode``d, else ``str``); ``new_cancel()`` (a handle
-    whose ``cancel()`` ends the reads in progress of one epoch); and
-    ``counters()`` ((requests, retries, bytes, redirects) so far; a reader
-    that follows no redirects may leave out the last). The loader starts a job's reads when
+    dataset raises as the reference would (a location: ``bytes`` for a file's
+    path, else ``str``); ``new_cancel()`` (a handle whose ``cancel()`` ends the
+    reads in progress of one epoch); and ``counters()`` ((requests, retries,
+    bytes, redirects) so far; the last may be left out). The loader starts a job's reads when
     the backend takes the job, so its ``jobs`` hold started reads, and
     ``fetch`` waits for them. A backend without it runs the reference.
 

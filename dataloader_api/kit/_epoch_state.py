@@ -8,14 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..contract import BatchJob
+from ..contract import BatchJob, PoolClosedError
 from ._exit import wait_out_interpreter_exit
 
 __all__ = ["JobResults", "PoolClosedError", "TaskRunner", "run_job"]
-
-
-class PoolClosedError(RuntimeError):
-    """The stream's pool was closed while the stream was still being read."""
 
 
 class JobResults(Protocol):

@@ -58,9 +58,12 @@ pub fn panic_error(panic: &(dyn std::any::Any + Send)) -> PyErr {
     ))
 }
 
+// The contract's exception for a closed pool, as the Python backends raise it.
+pyo3::import_exception!(dataloader_api.contract, PoolClosedError);
+
 /// What a consumer gets when the pool, not its own stream, was closed under it.
 pub fn pool_closed_error() -> PyErr {
-    PyRuntimeError::new_err("the worker pool was closed while this epoch was running")
+    PoolClosedError::new_err("the worker pool was closed while this epoch was running")
 }
 
 /// Raise `error` (or return the batch) to the consumer.
@@ -140,7 +143,7 @@ impl PoolShared {
     pub fn track(&self, epoch: Weak<dyn Epoch>) -> PyResult<()> {
         self.check_process()?;
         if self.is_closed() {
-            return Err(PyRuntimeError::new_err("this worker pool is closed"));
+            return Err(PoolClosedError::new_err("this worker pool is closed"));
         }
         let mut epochs = lock(&self.epochs);
         epochs.retain(|e| e.strong_count() > 0);

@@ -343,6 +343,22 @@ class _PlanPool(_Wrapped):
         return self.inner.map_batches(work, stream)
 
 
+class _ClosedPool(_Wrapped):
+    """Raises a bare RuntimeError for a closed pool, not the contract's type."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        try:
+            return self.inner.map_batches(work, stream)
+        except RuntimeError as error:
+            raise RuntimeError(str(error)) from None
+
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        try:
+            return self.inner.stream_batches(work, stream)
+        except RuntimeError as error:
+            raise RuntimeError(str(error)) from None
+
+
 def _per_chunk(plan: IndexBatches) -> Iterator[BatchJob]:
     position, size = 0, plan.batch_size
     while (chunk := plan.next_chunk()) is not None:
@@ -382,6 +398,7 @@ BrokenStack = _backend("broken-stack", _StackPool)
 BrokenCopies = _backend("broken-copies", _CopiesPool)
 BrokenThreadEnd = _backend("broken-thread-end", _ThreadEndPool)
 BrokenPlan = _backend("broken-plan", _PlanPool)
+BrokenClosed = _backend("broken-closed", _ClosedPool)
 BrokenReader = _backend(
     "broken-reader", _Wrapped, open_reader=lambda self, spec, n: _SwallowingReader(spec, n)
 )
