@@ -54,3 +54,25 @@ def test_the_signature_in_the_guide_is_the_loaders():
             for p in inspect.signature(DataLoader.__init__).parameters.values()
         ],
     )
+
+
+def test_the_backend_guide_names_every_contract_field_and_capability():
+    """docs/backends.md walks a backend author through contract.py: it must name
+    every field of the values that cross, every method, and each optional capability."""
+    import dataclasses
+
+    from dataloader_api import contract
+
+    guide = (GUIDE.parent / "backends.md").read_text()
+    missing = []
+    for name in contract.__all__:
+        value = getattr(contract, name)
+        if dataclasses.is_dataclass(value):
+            names = [field.name for field in dataclasses.fields(value)]
+        elif isinstance(value, type):
+            names = [m for m in vars(value) if not m.startswith("_")]
+        else:
+            names = []
+        missing += [f"{name}.{n}" for n in [name, *names] if n not in guide]
+    missing += [c for c in ("open_reader", "pool_settings") if f"`{c}(" not in guide]
+    assert not missing, f"docs/backends.md does not name: {missing}"
