@@ -8,14 +8,20 @@ epochs run the kit's ``IterableStream`` on the C threads.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
-from dataloader_api.contract import BatchJob, IterWork, MapWork, PoolSpec, StreamSpec
+from dataloader_api.contract import (
+    BatchJob,
+    IterWork,
+    MapWork,
+    PoolSpec,
+    StreamSpec,
+    process_id,
+)
 from dataloader_api.kit import (
     IterableStream,
     PoolClosedError,
@@ -91,7 +97,7 @@ class CffiPool:
         self._core = _Core(spec.thread_init)
         self._epochs: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
-        self._pid = os.getpid()  # a forked child inherits none of the C threads
+        self._pid = process_id()  # a forked child inherits none of the C threads
         status = ffi.new("int *")
         init = self._core.init  # alive while the threads start, the only time C uses it
         pool = lib.dl_py_pool_new(
@@ -123,7 +129,7 @@ class CffiPool:
         return self._closed
 
     def _inherited(self) -> bool:
-        return os.getpid() != self._pid
+        return process_id() != self._pid  # per batch: no system call
 
     def check_process(self) -> None:
         """Raise if this pool came through ``fork()``: using it would wait forever."""
