@@ -438,6 +438,7 @@ def torch_parity(session: nox.Session) -> None:
         "-q",
         "tests/test_torch_compat.py",
         "tests/test_torch_file_cases.py",
+        "tests/test_integrations.py",
         "tests/test_torch_images.py",
         "tests/test_torch_exit.py",
         "tests/test_distributed.py",

@@ -13,6 +13,7 @@ starts with ``_`` is internal.
 
 from __future__ import annotations
 
+from . import integrations
 from ._batch_sampler import BatchSampler
 from ._collate import default_collate, default_convert, torch_collate
 from ._datasets import Dataset, IterableDataset, SyntheticImages
@@ -53,6 +54,7 @@ __all__ = [
     "default_collate",
     "default_convert",
     "get_worker_info",
+    "integrations",
     "release_idle_workers",
     "resolve_backend",
     "torch_collate",

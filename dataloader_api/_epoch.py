@@ -29,14 +29,13 @@ from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
 from ._torch_datapipes import epoch_seed, is_iter_datapipe, prepare_epoch
-from ._torch_global_rng import watch_torch_global_rng
-from ._torch_worker_info import patch_torch_worker_info
 from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
 from ._worker_copies import per_worker_fetch
 from ._worker_handles import worker_handles
 from ._workers import Workers, new_workers
 from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
 from .index_batches import IndexBatches
+from .integrations import install_present
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
     from ._aio import AsyncEpoch
@@ -47,8 +46,7 @@ __all__ = ["epoch_length", "start_epoch"]
 
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
-    patch_torch_worker_info()  # torch's get_worker_info() answers in our threads too
-    watch_torch_global_rng()  # reseeding torch's one global generator from a worker warns
+    install_present(None)  # torch's, if torch was imported after the loader was built
     warn_if_unsharded(options.distributed, options.sampler, options.batch_sampler)
     if options.persistent_workers:
         # One epoch at a time on the shared pool, as torch resets its iterator.

@@ -4,7 +4,8 @@ Lightning (``Trainer(strategy="ddp")``) and accelerate (``Accelerator.prepare``)
 give each rank its share of a ``torch.utils.data.DataLoader`` by rebuilding it
 around a ``DistributedSampler``; anything else they pass through untouched, so
 our loader would load every batch on every rank. When one of them is imported,
-its dataloader step is wrapped once so that our loader is rebuilt instead with
+its dataloader step is wrapped once (``integrations``: "lightning",
+"accelerate") so that our loader is rebuilt instead with
 ``distributed=True`` (``DataLoader._sharded_copy``): the items stay on our
 threads. Where the copy cannot be made (iterable datasets, a user's sampler,
 ``distributed`` given) the loader is passed on as before and the epoch-start
@@ -22,27 +23,13 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["hook_frameworks"]
+__all__ = ["LIGHTNING_CONNECTORS", "hook_accelerate", "hook_lightning"]
 
-_LIGHTNING_CONNECTORS = (
+#: Lightning's module whose data connector prepares the loaders (both packagings)
+LIGHTNING_CONNECTORS = (
     "lightning.pytorch.trainer.connectors.data_connector",
     "pytorch_lightning.trainer.connectors.data_connector",
 )
-_ACCELERATOR = "accelerate.accelerator"
-_hooked: set[str] = set()
-
-
-def hook_frameworks(loader_class: type) -> None:
-    """Wrap the dataloader step of every framework imported so far (once each)."""
-    for name in _LIGHTNING_CONNECTORS:
-        module = sys.modules.get(name)
-        if module is not None and name not in _hooked:
-            _hooked.add(name)
-            _hook_lightning(module, loader_class)
-    module = sys.modules.get(_ACCELERATOR)
-    if module is not None and _ACCELERATOR not in _hooked:
-        _hooked.add(_ACCELERATOR)
-        _hook_accelerate(module, loader_class)
 
 
 def _has_parameters(function: Any, names: tuple[str, ...]) -> bool:
@@ -51,6 +38,15 @@ def _has_parameters(function: Any, names: tuple[str, ...]) -> bool:
     except (TypeError, ValueError):
         return False
     return parameters[: len(names)] == names
+
+
+def hook_lightning(module: Any, loader_class: type) -> None:
+    """Wrap the data connector of ``module`` and of the other packaging if imported."""
+    for name in LIGHTNING_CONNECTORS:
+        other = sys.modules.get(name)
+        if other is not None and other is not module:
+            _hook_lightning(other, loader_class)
+    _hook_lightning(module, loader_class)
 
 
 def _hook_lightning(module: Any, loader_class: type) -> None:
@@ -89,7 +85,7 @@ def _hook_lightning(module: Any, loader_class: type) -> None:
                 setattr(holder, "_check_dataloader_iterable", _check_dataloader_iterable)  # noqa: B010
 
 
-def _hook_accelerate(module: Any, loader_class: type) -> None:
+def hook_accelerate(module: Any, loader_class: type) -> None:
     accelerator = getattr(module, "Accelerator", None)
     original = getattr(accelerator, "_prepare_one", None)
     if original is None or not _has_parameters(original, ("self", "obj", "first_pass")):

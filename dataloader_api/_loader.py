@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ._epoch import epoch_length, start_epoch
-from ._frameworks import hook_frameworks
 from ._iterator import LoaderIterator
 from ._options import LoaderOptions, build_options
 from ._resume import load_state, take_state
 from ._state import LoaderState
 from ._stats import EpochStats
 from ._workers import join_pools, warn_if_more_workers_than_cpus
+from .integrations import install_present
 
 __all__ = ["DataLoader", "LoaderIterator"]
 
@@ -175,7 +175,7 @@ class DataLoader(Generic[T_co]):
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
         warn_if_more_workers_than_cpus(options.num_workers, stacklevel=3)
-        hook_frameworks(DataLoader)  # Lightning and accelerate then shard this loader
+        install_present(DataLoader)  # torch, Lightning and accelerate (see integrations)
         object.__setattr__(
             self, "_state", LoaderState.new(options.worker_seed_base, options.generator)
         )
