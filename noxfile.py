@@ -353,6 +353,7 @@ def cffi_tsan(session: nox.Session) -> None:
         "-O1",
         f"-I{csrc}",
         str(csrc / "dlpool.c"),
+        str(csrc / "dlring.c"),
         str(csrc / "test_dlpool.c"),
         "-o",
         str(binary),

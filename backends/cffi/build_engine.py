@@ -1,6 +1,6 @@
-"""cffi API-mode build of dataloader_cffi._engine: csrc/dlpool.c (the pool and the
-batch rings, no Python) and csrc/dlpool_py.c (the hooks that attach each pool
-thread to the interpreter). The declarations cffi reads are the headers
+"""cffi API-mode build of dataloader_cffi._engine: csrc/dlpool.c and csrc/dlring.c
+(the pool and the batch rings, no Python) and csrc/dlpool_py.c (the hooks that
+attach each pool thread to the interpreter). The declarations cffi reads are the headers
 themselves, the same ones csrc/test_dlpool.c compiles against."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ffibuilder.cdef(declarations(CSRC / "dlpool.h") + declarations(CSRC / "dlpool_py
 ffibuilder.set_source(
     "dataloader_cffi._engine",
     '#include "dlpool_py.h"',
-    sources=[str(CSRC / "dlpool.c"), str(CSRC / "dlpool_py.c")],
+    sources=[str(CSRC / name) for name in ("dlpool.c", "dlring.c", "dlpool_py.c")],
     include_dirs=[str(CSRC)],
     extra_compile_args=["-Wall", "-Wextra", "-Werror", "-O2"],
     # Thread-state calls (PyThreadState_New, PyInterpreterState_Main) are not in
