@@ -222,3 +222,17 @@ def test_a_gzip_body_is_the_item_as_sent(io_mode):
         server.server_close()
     assert gzip.decompress(item) == b"plain text " * 100
     assert server.accept_encodings == ["identity"]  # type: ignore[attr-defined]
+
+
+# A host's requests start as TCP's window does (io/_host_limit.py): slow-accepting
+# servers drop the connects past their backlog, and the kernel resends them 1 s later
+
+
+def test_a_host_gets_eight_requests_at_first(io_mode):
+    with LoopbackServer({f"/{i}": BODY for i in range(16)}, latency=0.3) as server:
+        data = HttpDataset([server.url + f"/{i}" for i in range(16)], retry=FAST)
+        got = load(data, io_mode, batch_size=16, collate_fn=list)
+        assert got == [[BODY] * 16]
+        # 16 reads of one job start together; the host gets 8, then one more per
+        # reply (two free turns each): never all 16 at once
+        assert 8 <= server.peak_in_flight < 16
