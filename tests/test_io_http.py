@@ -141,7 +141,9 @@ def test_break_is_prompt_while_requests_are_in_flight(server, reads):
                         collate_fn=list)  # fmt: skip
     it = iter(loader)
     assert next(it) == [body(i) for i in range(8)]
-    assert wait_until(lambda: server.in_flight >= 16)
+    # 16 once the first 8 replied (io/_host_limit.py), fewer if a connect stalled
+    # under load and the host's limit was halved: some, at least, are in flight.
+    assert wait_until(lambda: server.in_flight >= 4)
     del it  # a `break`
     loader.close()
     # The threads end with the 30 s responses still pending: they did not wait.
@@ -185,8 +187,9 @@ def test_many_requests_in_flight_on_few_threads(server, reads):
     loader = DataLoader(data, batch_size=16, num_workers=1, max_concurrency=64, backend=reads,
                         collate_fn=list)  # fmt: skip
     assert items_of(loader) == [body(i) for i in range(COUNT)]
-    # One thread: a batch at once natively, more async. Counted, not timed.
-    assert server.peak_in_flight >= 16
+    # One thread: a batch at once natively, more async; a host gets 8 at first,
+    # then more as they reply (fewer if a connect stalls under load). Counted.
+    assert server.peak_in_flight >= 8
 
 
 def test_composes_with_image_transforms(server):
