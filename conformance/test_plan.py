@@ -1,5 +1,6 @@
 """Property 12: a plan given as data (``IndexBatches``) gives the batches its own
-iteration gives, whether the backend iterates it or cuts its chunks natively."""
+iteration gives, whether the backend iterates it or cuts its chunks natively; and a
+job the loader started reaches fetch as started."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dataloader_api import DataLoader, RandomSampler, resolve_backend
-from dataloader_api.contract import MapWork, PoolSpec, StreamSpec
-from dataloader_api.index_batches import IndexBatches
+from dataloader_api.contract import BatchJob, IndexBatches, MapWork, PoolSpec, StreamSpec
 
 
 def _chunk(values: list[int], kind: str) -> Any:
@@ -85,3 +85,33 @@ def test_shuffled_laps_equal_the_calling_threads(
 
     expected = list(loader())
     assert list(loader(num_workers=num_workers, backend=backend)) == expected
+
+
+@given(
+    sizes=st.lists(st.integers(1, 5), max_size=12),
+    num_threads=st.integers(1, 3),
+    window=st.integers(1, 4),
+)
+def test_fetch_receives_what_the_loader_started(backend, sizes, num_threads, window):
+    """A job's ``BatchJob.started`` (an async batch, native reads the loader began
+    as the backend took the job) is what ``fetch`` receives, never the indices."""
+    jobs, first = [], 0
+    for position, size in enumerate(sizes):
+        indices = list(range(first, first + size))
+        first += size
+        jobs.append(BatchJob(position, indices, ("started", tuple(indices))))
+
+    def fetch(argument: Any) -> list[int]:
+        if not (isinstance(argument, tuple) and argument[0] == "started"):
+            raise AssertionError(f"fetch received {argument!r}, not the job's started value")
+        return list(argument[1])
+
+    pool = resolve_backend(backend).create_pool(PoolSpec(num_threads, lambda worker_id: None))
+    try:
+        stream = pool.map_batches(MapWork(iter(jobs), fetch, lambda b: b), StreamSpec(window))
+        got = list(stream)
+        stream.close()
+    finally:
+        pool.close()
+        pool.join(5)
+    assert got == [job.indices for job in jobs]

@@ -33,8 +33,16 @@ from ._transform_hook import Transform, epoch_transform, image_work, transformed
 from ._worker_copies import per_worker_fetch
 from ._worker_handles import worker_handles
 from ._workers import Workers, new_workers
-from .contract import BatchJob, BatchStream, IterWork, MapWork, StreamSpec, WorkerPool, process_id
-from .index_batches import IndexBatches
+from .contract import (
+    BatchJob,
+    BatchStream,
+    IndexBatches,
+    IterWork,
+    MapWork,
+    StreamSpec,
+    WorkerPool,
+    process_id,
+)
 from .integrations import install_present
 
 if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts

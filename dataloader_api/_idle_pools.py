@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._worker_info import WorkerInfo, set_worker_info
-from .contract import WorkerPool, process_id
+from .contract import HasPoolSettings, WorkerPool, process_id
 
 __all__ = [
     "as_workers",
@@ -76,8 +76,9 @@ def reusable(options: Any) -> bool:
 def _key(options: Any) -> tuple[Any, int, Any]:
     """Pools are shared by loaders of one backend and thread count for which the
     backend would make the same pool (``Backend.pool_settings``)."""
-    settings = getattr(options.backend, "pool_settings", None)
-    return (options.backend, options.num_workers, settings() if settings else None)
+    backend = options.backend
+    settings = backend.pool_settings() if isinstance(backend, HasPoolSettings) else None
+    return (backend, options.num_workers, settings)
 
 
 def take(options: Any) -> WorkerPool | None:

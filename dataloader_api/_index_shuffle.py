@@ -14,10 +14,11 @@ Also the helpers that carry an epoch's indices as int64 chunks (the samplers'
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._lazy import LazyModule
 from ._seeding import derive_seed
+from .contract._index_batches import batches_of_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,20 +125,3 @@ def shuffled_positions(
         low, high = max(start, lap * n) - lap * n, min(stop, (lap + 1) * n) - lap * n
         for positions in position_chunks(low, high, multiple_of):
             yield shuffle(positions)
-
-
-def batches_of_chunks(chunks: Iterable[Any], size: int, drop_last: bool) -> Iterator[list[int]]:
-    """Lists of ``size`` indices sliced from the chunks (int64 arrays, or any
-    sequences of ints), a batch may span two."""
-    carry = None
-    for chunk in chunks:
-        chunk = np.asarray(chunk, dtype=np.int64)  # no copy for an int64 array
-        if carry is not None:
-            chunk, carry = np.concatenate([carry, chunk]), None
-        whole = len(chunk) - len(chunk) % size
-        for start in range(0, whole, size):
-            yield chunk[start : start + size].tolist()
-        if whole < len(chunk):
-            carry = chunk[whole:]
-    if carry is not None and not drop_last:
-        yield carry.tolist()

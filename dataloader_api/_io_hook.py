@@ -1,5 +1,5 @@
 """Native reads of the ``dataloader_api.io`` datasets: when the epoch's backend
-offers ``open_reader`` (see ``contract.Backend``), their items are read by it,
+offers ``open_reader`` (``contract.ReadsNatively``), their items are read by it,
 without the interpreter, instead of by the reference (async for the network
 datasets, plain reads for files). ``DATALOADER_NATIVE_IO=0`` keeps the reference.
 """
@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 from ._options import LoaderOptions
+from .contract import ReadsNatively
 
 __all__ = ["NATIVE_IO_VARIABLE", "native_epoch"]
 
@@ -22,14 +23,14 @@ def native_epoch(options: LoaderOptions) -> Any:
     ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
     dataset = options.dataset
     native = getattr(dataset, "native_epoch", None)
-    open_reader = getattr(options.backend, "open_reader", None)
     if native is None or options.is_iterable:
         return None
+    backend = options.backend
     off = os.environ.get(NATIVE_IO_VARIABLE, "1") == "0"
-    if open_reader is None or off or not dataset.reads_natively():
+    if not isinstance(backend, ReadsNatively) or off or not dataset.reads_natively():
         _warn_if_uncapped(options)
         return None
-    return native(open_reader, options.max_concurrency, options.auto_collation)
+    return native(backend.open_reader, options.max_concurrency, options.auto_collation)
 
 
 def _warn_if_uncapped(options: LoaderOptions) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .contract import Backend
+from .contract import CAPABILITIES, Backend
 
 if TYPE_CHECKING:  # importlib.metadata costs ~30 ms: imported at the first scan
     from importlib.metadata import EntryPoint
@@ -83,5 +83,13 @@ def resolve_backend(name: str | None = None) -> Backend:
             "dataloader_api.contract.Backend: it must declare supports_items_in_parallel "
             "(a bool)"
         )
+    for capability in CAPABILITIES:
+        present = getattr(backend, capability, None)
+        if present is not None and not callable(present):
+            raise TypeError(
+                f"backend {name!r} ({installed[name].value}) has {capability}="
+                f"{present!r}, which should be a method (the optional capability "
+                f"dataloader_api.contract.{CAPABILITIES[capability].__name__}) or absent"
+            )
     _loaded[name] = backend
     return backend  # type: ignore[no-any-return]

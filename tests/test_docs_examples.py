@@ -57,7 +57,7 @@ def test_the_signature_in_the_guide_is_the_loaders():
 
 
 def test_the_backend_guide_names_every_contract_field_and_capability():
-    """docs/backends.md walks a backend author through contract.py: it must name
+    """docs/backends.md walks a backend author through the contract: it must name
     every field of the values that cross, every method, and each optional capability."""
     import dataclasses
 

@@ -9,7 +9,7 @@ import pytest
 
 from dataloader_api import BatchSampler, DataLoader, RandomSampler, backends
 from dataloader_api._epoch import _plan
-from dataloader_api.index_batches import PIECE, IndexBatches
+from dataloader_api.contract import PIECE, IndexBatches
 
 
 def test_indices_of_names_a_batch_across_a_chunk_join_while_remembered():

@@ -30,12 +30,12 @@ def run_job(
     fetch: Callable[[Any], Any],
     collate: Callable[[Any], Any],
 ) -> None:
-    """One map-style job on a worker thread: ``collate(fetch(indices))`` or its
+    """One map-style job on a worker thread: ``collate(fetch(argument))`` or its
     exception, stored for the consumer; nothing once the epoch is closed."""
     if results.closed:
         return
     try:
-        outcome: tuple[bool, Any] = (True, collate(fetch(job.indices)))
+        outcome: tuple[bool, Any] = (True, collate(fetch(job.fetch_argument)))
     except BaseException as error:
         outcome = (False, error)
     results.store(job.position, outcome)

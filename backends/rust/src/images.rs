@@ -290,12 +290,13 @@ impl ImageJobs {
     pub fn fetch<'py>(
         &self,
         py: Python<'py>,
+        argument: &Bound<'py, PyAny>,
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Fetched<'py>> {
         let items = attach::call(
             py,
             self.fetch.bind(py),
-            PyTuple::new(py, [indices])?.as_any(),
+            PyTuple::new(py, [argument])?.as_any(),
         )?;
         let indices: Vec<Bound<'py, PyAny>> = indices.try_iter()?.collect::<PyResult<_>>()?;
         let items: Vec<Bound<'py, PyAny>> = items.try_iter()?.collect::<PyResult<_>>()?;

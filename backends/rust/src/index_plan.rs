@@ -1,5 +1,5 @@
 //! An epoch's plan as the consumer reads it: a Python iterator of `BatchJob`s,
-//! or an `IndexBatches` (`dataloader_api.index_batches`) whose int64 chunks
+//! or an `IndexBatches` (`dataloader_api.contract`) whose int64 chunks
 //! are cut into batches here, with no Python call per batch.
 
 use pyo3::buffer::PyBuffer;
@@ -9,6 +9,14 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple, PyType};
 
 use crate::attach;
+
+/// A job as the consumer took it: its place in the epoch, its indices, and
+/// `BatchJob.started` (what `fetch` receives instead of the indices, when set).
+pub struct Job {
+    pub position: u64,
+    pub indices: Py<PyAny>,
+    pub started: Option<Py<PyAny>>,
+}
 
 /// Where a map-style epoch's jobs come from.
 pub enum Plan {
@@ -31,7 +39,7 @@ pub struct ChunkCursor {
 
 fn index_batches_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    CLASS.import(py, "dataloader_api.index_batches", "IndexBatches")
+    CLASS.import(py, "dataloader_api.contract", "IndexBatches")
 }
 
 impl Plan {
@@ -52,8 +60,8 @@ impl Plan {
         Ok(Plan::Jobs(attach::iter(py, jobs)?.unbind()))
     }
 
-    /// The next job: its position and what `fetch` receives; None at the end.
-    pub fn next_job(&mut self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
+    /// The next job; None at the end.
+    pub fn next_job(&mut self, py: Python<'_>) -> PyResult<Option<Job>> {
         match self {
             Plan::Jobs(jobs) => {
                 let Some(job) = attach::next(py, jobs.bind(py))? else {
@@ -61,7 +69,13 @@ impl Plan {
                 };
                 let position: u64 = job.getattr(intern!(py, "position"))?.extract()?;
                 let indices = job.getattr(intern!(py, "indices"))?.unbind();
-                Ok(Some((position, indices)))
+                let started = job.getattr(intern!(py, "started"))?;
+                let started = (!started.is_none()).then(|| started.unbind());
+                Ok(Some(Job {
+                    position,
+                    indices,
+                    started,
+                }))
             }
             Plan::Chunks(cursor) => cursor.next_batch(py),
         }
@@ -69,7 +83,7 @@ impl Plan {
 }
 
 impl ChunkCursor {
-    fn next_batch(&mut self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
+    fn next_batch(&mut self, py: Python<'_>) -> PyResult<Option<Job>> {
         while self.indices.len() - self.at < self.batch_size && !self.ended {
             self.read_chunk(py)?;
         }
@@ -82,7 +96,11 @@ impl ChunkCursor {
         self.at = end;
         let position = self.position;
         self.position += 1;
-        Ok(Some((position, batch.into_any().unbind())))
+        Ok(Some(Job {
+            position,
+            indices: batch.into_any().unbind(),
+            started: None,
+        }))
     }
 
     fn read_chunk(&mut self, py: Python<'_>) -> PyResult<()> {

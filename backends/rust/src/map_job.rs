@@ -81,9 +81,12 @@ impl MapJobs {
         &self,
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
+        started: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // What `fetch` receives (`BatchJob.fetch_argument`); items pair with `indices`.
+        let argument = started.unwrap_or(indices);
         let samples = match (&self.images, &self.getitem) {
-            (Some(images), _) => match images.fetch(py, indices)? {
+            (Some(images), _) => match images.fetch(py, argument, indices)? {
                 Fetched::Batch(batch) => return Ok(batch),
                 Fetched::Items(items) => items,
             },
@@ -96,7 +99,7 @@ impl MapJobs {
                 samples
             }
             (None, None) => {
-                let args = PyTuple::new(py, [indices])?;
+                let args = PyTuple::new(py, [argument])?;
                 attach::call(py, self.fetch.bind(py), args.as_any())?
             }
         };

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 
 use crate::attach;
 use crate::contract::StreamSpec;
-use crate::index_plan::Plan;
+use crate::index_plan::{Job, Plan};
 use crate::map_job::MapJobs;
 use crate::pool_shared::{deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, Workers};
 use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
@@ -30,7 +30,7 @@ const LINGER_SPIN: Duration = Duration::from_micros(30);
 
 /// Jobs started by the consumer and not yet taken by a worker.
 struct JobQueue {
-    jobs: VecDeque<(u64, Py<PyAny>)>,
+    jobs: VecDeque<Job>,
     /// Workers draining `jobs`, lingering ones included.
     drainers: usize,
     /// Drainers waiting on `MapShared::queued` for a job.
@@ -55,12 +55,12 @@ impl MapShared {
         self.closed.load(Ordering::SeqCst)
     }
 
-    fn pop_job(&self) -> Option<(u64, Py<PyAny>)> {
+    fn pop_job(&self) -> Option<Job> {
         lock(&self.queue).jobs.pop_front()
     }
 
     /// Queue a job for the drainers. True if the caller must start one more.
-    fn push_job(&self, job: (u64, Py<PyAny>), max_drainers: usize) -> bool {
+    fn push_job(&self, job: Job, max_drainers: usize) -> bool {
         let mut queue = lock(&self.queue);
         queue.jobs.push_back(job);
         if queue.lingering > queue.wakes {
@@ -132,11 +132,11 @@ fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
     loop {
         let ran = attach::with_python(|py| {
             while !attach::exiting() {
-                let Some((position, indices)) = shared.pop_job() else {
+                let Some(job) = shared.pop_job() else {
                     break;
                 };
                 let started = Instant::now();
-                run_map_job(py, &shared, &fns, position, indices);
+                run_map_job(py, &shared, &fns, job);
                 last_job = started.elapsed();
                 if !chain {
                     break;
@@ -160,19 +160,16 @@ fn drain_map_jobs(shared: Arc<MapShared>, fns: Arc<MapJobs>, chain: bool) {
     }
 }
 
-fn run_map_job(
-    py: Python<'_>,
-    shared: &MapShared,
-    fns: &MapJobs,
-    position: u64,
-    indices: Py<PyAny>,
-) {
+fn run_map_job(py: Python<'_>, shared: &MapShared, fns: &MapJobs, job: Job) {
     if shared.is_closed() {
-        drop(indices);
+        drop(job);
         return;
     }
+    let position = job.position;
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        fns.run(py, indices.bind(py)).map(Bound::unbind)
+        let started = job.started.as_ref().map(|s| s.bind(py));
+        fns.run(py, job.indices.bind(py), started)
+            .map(Bound::unbind)
     }));
     let outcome = ran.unwrap_or_else(|panic| Err(panic_error(&*panic)));
     let leftover = {
@@ -186,7 +183,7 @@ fn run_map_job(
     };
     shared.changed.notify_all();
     drop(leftover);
-    drop(indices);
+    drop(job);
 }
 
 struct MapConsumer {
@@ -255,16 +252,13 @@ impl MapStream {
             if !lock(&self.shared.window).has_room() {
                 return Ok(());
             }
-            let Some((position, indices)) = jobs.next_job(py)? else {
+            let Some(job) = jobs.next_job(py)? else {
                 consumer.jobs = None;
                 return Ok(());
             };
             lock(&self.shared.window).start();
             let workers = &self.workers;
-            if self
-                .shared
-                .push_job((position, indices), workers.num_threads)
-            {
+            if self.shared.push_job(job, workers.num_threads) {
                 let (shared, fns) = (Arc::clone(&self.shared), Arc::clone(&self.fns));
                 let chain = workers.attach_once;
                 workers.spawn(move || drain_map_jobs(shared, fns, chain))?;

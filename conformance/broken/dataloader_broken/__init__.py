@@ -16,8 +16,15 @@ from dataclasses import replace
 from typing import Any
 
 from dataloader_api._worker_info import set_worker_info
-from dataloader_api.contract import BatchJob, BatchStream, IterWork, MapWork, PoolSpec, StreamSpec
-from dataloader_api.index_batches import IndexBatches
+from dataloader_api.contract import (
+    BatchJob,
+    BatchStream,
+    IndexBatches,
+    IterWork,
+    MapWork,
+    PoolSpec,
+    StreamSpec,
+)
 from dataloader_api.kit import ThreadPool, _exit
 
 

@@ -1,5 +1,4 @@
-"""``IndexBatches``: a map-style epoch's plan given as data (part of the backend
-contract, beside ``dataloader_api.contract``, see ``MapWork.jobs``).
+"""``IndexBatches``: a map-style epoch's plan given as data (``MapWork.jobs``).
 
 When the batch sampler is the library's own, the loader knows the epoch's order
 as int64 arrays before any batch is cut from it. It hands the backend those
@@ -10,13 +9,12 @@ itself and make each batch's list of ints without running Python per batch.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ._index_shuffle import batches_of_chunks
-from .contract import BatchJob
+from ._values import BatchJob
 
-__all__ = ["PIECE", "IndexBatches"]
+__all__ = ["PIECE", "IndexBatches", "batches_of_chunks"]
 
 #: indices handed out at most per ``next_chunk()``
 PIECE = 65536
@@ -90,3 +88,22 @@ def _ints(part: Any) -> list[int]:
     """A slice of a chunk as a list of Python ints."""
     tolist = getattr(part, "tolist", None)
     return tolist() if tolist is not None else [int(i) for i in part]
+
+
+def batches_of_chunks(chunks: Iterable[Any], size: int, drop_last: bool) -> Iterator[list[int]]:
+    """Lists of ``size`` indices sliced from the chunks (int64 arrays, or any
+    sequences of ints), a batch may span two."""
+    import numpy as np  # imported when a plan is first cut, not with the contract
+
+    carry = None
+    for chunk in chunks:
+        chunk = np.asarray(chunk, dtype=np.int64)  # no copy for an int64 array
+        if carry is not None:
+            chunk, carry = np.concatenate([carry, chunk]), None
+        whole = len(chunk) - len(chunk) % size
+        for start in range(0, whole, size):
+            yield chunk[start : start + size].tolist()
+        if whole < len(chunk):
+            carry = chunk[whole:]
+    if carry is not None and not drop_last:
+        yield carry.tolist()

@@ -1,0 +1,133 @@
+"""What a backend implements: ``Backend``, its ``WorkerPool`` and ``BatchStream``,
+its optional capabilities, and the ``StatsSink`` it reports to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ._values import IterWork, MapWork, PoolSpec, StreamSpec
+
+__all__ = [
+    "CAPABILITIES",
+    "Backend",
+    "BatchStream",
+    "HasPoolSettings",
+    "ReadsNatively",
+    "StatsSink",
+    "WorkerPool",
+]
+
+
+@runtime_checkable
+class StatsSink(Protocol):
+    """Where a backend reports work it did natively instead of calling the loader's
+    timed ``fetch``/``collate`` (``MapWork.stats``)."""
+
+    def record_fetch(self, seconds: float, items: int) -> None: ...
+
+    def record_collate(self, seconds: float) -> None: ...
+
+
+@runtime_checkable
+class BatchStream(Protocol):
+    """The batches of one epoch, as an iterator that can be closed."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __next__(self) -> Any:
+        """Return the next batch, raise its exception, or StopIteration at the end."""
+        ...
+
+    def close(self) -> None:
+        """Stop starting jobs of this stream and drop its buffered batches."""
+        ...
+
+
+@runtime_checkable
+class WorkerPool(Protocol):
+    """A set of ``PoolSpec.num_threads`` worker threads that runs batch streams."""
+
+    def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
+        """The batches of ``work``, run on the pool's threads as ``stream`` says."""
+        ...
+
+    def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
+        """The batches of ``work``'s streams, drained on the pool's threads."""
+        ...
+
+    def close(self) -> None:
+        """Start no job any more and end the threads once idle; idempotent, prompt,
+        never waiting for a thread busy in user code. A stream started or read
+        after it raises ``PoolClosedError``."""
+        ...
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every thread of the pool has ended (``timeout`` seconds at
+        most, ``None`` for no limit); True if none is left."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An execution engine, found through the ``dataloader_api.backends`` entry points.
+
+    ``supports_items_in_parallel``: the backend honours
+    ``PoolSpec.items_in_parallel > 1`` (``MapWork.getitem``); the loader
+    rejects that option for a backend that declares False.
+
+    Optional capabilities are the protocols below (``ReadsNatively``,
+    ``HasPoolSettings``); the registry lists which ones a backend has, and the
+    loader checks for them with ``isinstance``, never by probing attributes.
+    """
+
+    name: str
+    supports_items_in_parallel: bool
+
+    def create_pool(self, spec: PoolSpec) -> WorkerPool: ...
+
+
+@runtime_checkable
+class ReadsNatively(Protocol):
+    """Optional: the backend reads the items of the ``dataloader_api.io`` datasets
+    natively.
+
+    ``open_reader(spec, concurrency)``: ``spec`` is a dataset's ``reader_spec()``
+    (plain data: ``kind`` "files", "http" or "s3" and its options);
+    ``concurrency`` is the loader's ``max_concurrency`` (reads in flight at
+    most, over all threads). The reader it returns has ``start(locations,
+    cancel)``, which starts a job's reads at once and returns a handle whose
+    ``wait()`` gives each location's ``bytes`` or a failure record ``(kind,
+    message, status, attempts, errno)`` that the dataset raises as the
+    reference would (a location: ``bytes`` for a file's path, else ``str``);
+    ``new_cancel()`` (a handle whose ``cancel()`` ends the reads in progress of
+    one epoch); and ``counters()`` ((requests, retries, bytes, redirects) so
+    far; the last may be left out). The loader starts a job's reads when the
+    backend takes the job (``BatchJob.started``), and ``fetch`` waits for them.
+    A backend without it runs the reference.
+    """
+
+    def open_reader(self, spec: dict[str, Any], concurrency: int | None) -> Any: ...
+
+
+@runtime_checkable
+class HasPoolSettings(Protocol):
+    """Optional: ``pool_settings()`` returns what ``create_pool`` reads besides its
+    spec (an environment variable, say), as a hashable value.
+
+    The loader keeps the pools of finished epochs idle for later loaders of the
+    same backend and thread count; it gives one only to a loader for which
+    ``pool_settings()`` returns an equal value (a backend without it: always
+    equal). The pool's threads then run jobs of a later loader's epochs, after
+    the ``thread_init`` of the loader that made it.
+    """
+
+    def pool_settings(self) -> Any: ...
+
+
+#: The optional capabilities, by the name ``backends()`` reports them under.
+CAPABILITIES: dict[str, type] = {
+    "open_reader": ReadsNatively,
+    "pool_settings": HasPoolSettings,
+}
