@@ -23,10 +23,10 @@ import contextlib
 import importlib
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-from .contract import BatchJob, process_id
+from .contract import process_id
 
 __all__ = ["AsyncEpoch", "AsyncRunner"]
 
@@ -199,21 +199,14 @@ def _stop_loop(
 
 class Started:
     """One batch (or item) started on the loop: its result, its task once it runs,
-    and its ``item_indices``; a batch iterates and counts them, as the job's
-    indices do (a backend running ``MapWork.images`` pairs items with them)."""
+    and its ``indices`` (``BatchJob.started``: what a worker's fetch receives)."""
 
-    __slots__ = ("future", "item_indices", "task")
+    __slots__ = ("future", "indices", "task")
 
-    def __init__(self, item_indices: Any = None) -> None:
+    def __init__(self, indices: Any = None) -> None:
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.task: asyncio.Task[Any] | None = None
-        self.item_indices = item_indices
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.item_indices)
-
-    def __len__(self) -> int:
-        return len(self.item_indices)
+        self.indices = indices
 
     async def track(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         self.task = asyncio.current_task()
@@ -285,14 +278,9 @@ class AsyncEpoch:
         with self._lock:
             self._running.discard(started)
 
-    def jobs(self, plan: Iterable[BatchJob]) -> Iterator[BatchJob]:
-        """The plan's jobs, each one's items started as the job is handed out."""
-        for job in plan:
-            yield BatchJob(job.position, self.start(job.indices))
-
     @staticmethod
     def fetch(started: Started) -> Any:
-        """On a worker thread: wait for a batch started by ``jobs``."""
+        """On a worker thread: wait for a batch ``start`` began as its job was taken."""
         return started.result()
 
     def fetch_now(self, indices: Any) -> Any:

@@ -1,53 +1,40 @@
 """One epoch: the pool it runs on, its plan, and the stream the backend runs.
 
 ``start_epoch`` is ``iter(loader)``: it consumes a loaded resume state, picks
-the workers (the persistent pool or a new one), builds the work as contract
-values (``MapWork``/``IterWork`` and a ``StreamSpec``) and wraps the
-backend's stream, or the calling thread's batches, in a ``LoaderIterator``.
+the workers (the persistent pool or a new one), has the epoch's work composed
+(``_epoch_work``, the same for the calling thread and the workers), hands it
+to the backend as contract values (``MapWork``/``IterWork`` and a
+``StreamSpec``) and wraps the backend's stream, or the calling thread's
+batches, in a ``LoaderIterator``.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _idle_pools as idle_pools
 from ._batch_sampler import BatchSampler
 from ._calling_thread import calling_thread_batches
 from ._distributed import warn_if_unsharded
+from ._epoch_work import MapEpochWork, item_source, iterable_epoch_streams, map_epoch_work
 from ._errors import DataLoaderTimeoutError
-from ._io_hook import native_epoch
-from ._item_stop import ItemStop, stopping_fetch, stopping_getitem
 from ._iterator import LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
-from ._plan import EpochPlan, open_iterable
+from ._plan import EpochPlan
 from ._resume import ResumePoint, capture_epoch_start, resume_point
 from ._seeding import IteratorSeeds
 from ._state import LoaderState
 from ._stats import EpochStats, StatsRecorder, print_summary
-from ._torch_datapipes import epoch_seed, is_iter_datapipe, prepare_epoch
-from ._transform_hook import Transform, epoch_transform, image_work, transformed_fetch
-from ._worker_copies import per_worker_fetch
+from ._torch_datapipes import epoch_seed, is_iter_datapipe
+from ._transform_hook import Transform, epoch_transform
 from ._worker_handles import worker_handles
 from ._workers import Workers, new_workers
-from .contract import (
-    BatchJob,
-    BatchStream,
-    IndexBatches,
-    IterWork,
-    MapWork,
-    StreamSpec,
-    WorkerPool,
-    process_id,
-)
+from .contract import BatchStream, IndexBatches, IterWork, StreamSpec, WorkerPool, process_id
 from .integrations import install_present
-
-if TYPE_CHECKING:  # asyncio is imported only when an async epoch starts
-    from ._aio import AsyncEpoch
-    from .io._native import NativeEpoch
 
 __all__ = ["epoch_length", "start_epoch"]
 
@@ -75,10 +62,6 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     length = _length_or_none(options)
     if length is not None:
         length -= point.skip
-    native = native_epoch(options)
-    aio = _async_epoch(options, state) if native is None else None
-    # What the iterator closes with the epoch: the running coroutines or native reads.
-    side = aio if aio is not None else native
     recorder = (
         StatsRecorder(
             state.epochs_started, options.num_workers, options.window, options.is_iterable
@@ -92,7 +75,14 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
     checked = options.is_iterable and state.iterable_len_called is not None
     iterator_class = LengthCheckedIterator if checked else LoaderIterator
     if options.num_workers == 0:
-        batches = calling_thread_batches(options, state, point, aio, recorder, transform, native)
+        side = None
+        if options.is_iterable:
+            open_stream = iterable_epoch_streams(options, state, point, None, transform, recorder)
+            batches = open_stream(0)
+        else:
+            source = item_source(options, state, None)
+            work = map_epoch_work(options, source, None, transform, recorder)
+            batches, side = calling_thread_batches(options, point, work), source.side
         iterator = iterator_class(
             batches,
             None,
@@ -107,17 +97,22 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         )
     else:
         # Here, not at the top: `import dataloader_api` does not import the kit.
-        from .kit import exiting, wait_out_interpreter_exit
+        from .kit import wait_out_interpreter_exit
 
         wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
-        if side is None:  # plain items: a batch stops between them once the epoch closes
-            side = stop = ItemStop(exiting)
-        else:
-            stop = None  # coroutines and native reads are cancelled by their side
         workers, owned = _workers_for_epoch(options, state, owner)
+        side = None
         try:
-            stream = _start_stream(options, workers, point, aio, recorder, transform, native, stop)
+            if options.is_iterable:
+                stream = _stream_iterable(options, state, point, workers, transform, recorder)
+            else:
+                source = item_source(options, state, workers)
+                side = source.side
+                work = map_epoch_work(options, source, workers, transform, recorder)
+                stream = _stream_map(options, point, workers, work)
         except BaseException:
+            if side is not None:
+                side.close()
             if owned:
                 workers.pool.close()
             # The exit hook closed the pool under us (its wait lets other threads run).
@@ -211,25 +206,6 @@ def _remember(state: LoaderState, pool: WorkerPool) -> None:
     state.pools.append(pool)
 
 
-def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch | None:
-    """The async side of a new epoch, on the loader's event loop (made once)."""
-    if options.agetitem is None:
-        return None
-    runner = state.runner
-    if runner is None or runner.closed or runner.pid != process_id():
-        # It stops its loop when the last loader or epoch using it is gone; one
-        # inherited by a forked child has no thread there, so the child makes its own.
-        from ._aio import AsyncRunner
-
-        runner = state.runner = AsyncRunner(options.event_loop, options.max_concurrency)
-    from ._aio import AsyncEpoch
-
-    aclose = getattr(options.dataset, "aclose", None)
-    if aclose is not None:
-        runner.add_closer(aclose)  # e.g. the io datasets' idle connections on this loop
-    return AsyncEpoch(runner, options.agetitem, options.auto_collation)
-
-
 def _summary_callback(options: LoaderOptions) -> Callable[[EpochStats], None] | None:
     if options.epoch_summary is True:
         return print_summary
@@ -247,11 +223,6 @@ def _pin_or_none(options: LoaderOptions, state: LoaderState) -> Callable[[Any], 
     return pin
 
 
-def _collate(options: LoaderOptions, recorder: StatsRecorder | None) -> Callable[[Any], Any]:
-    collate = options.collate_fn
-    return recorder.timed_collate(collate) if recorder is not None else collate
-
-
 def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
     """The epoch's jobs: as data when the batch sampler is ours (a backend may cut
     the batches natively), else the batch sampler's or sampler's iterator."""
@@ -263,47 +234,31 @@ def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
     return EpochPlan(source, options.auto_collation, options.window + 1, skip)
 
 
-def _start_stream(
+def _stream_iterable(
     options: LoaderOptions,
-    workers: Workers,
+    state: LoaderState,
     point: ResumePoint,
-    aio: AsyncEpoch | None,
-    recorder: StatsRecorder | None,
+    workers: Workers,
     transform: Transform | None,
-    native: NativeEpoch | None,
-    stop: ItemStop | None,
+    recorder: StatsRecorder | None,
 ) -> BatchStream:
-    timeout = options.timeout or None
-    collate = _collate(options, recorder)
-    if options.is_iterable:
-        infos, num_workers, first = workers.infos, options.num_workers, point.first_worker
+    open_stream = iterable_epoch_streams(options, state, point, workers, transform, recorder)
 
-        def open_stream(stream_id: int) -> Iterator[Any]:
-            worker_id = (stream_id + first) % num_workers
-            info = infos[worker_id]
-            prepare_epoch(info.dataset, point.datapipe_seed, worker_id, num_workers)
-            return open_iterable(
-                info.dataset,
-                info,
-                worker_id,
-                point.worker_states,
-                options.batch_size,
-                options.drop_last,
-                collate,
-                transform,
-            )
-
-        def on_stream_timeout(position: int) -> BaseException:
-            return DataLoaderTimeoutError(
-                f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
-                f"{position} of the iterable dataset"
-            )
-
-        return workers.pool.stream_batches(
-            IterWork(open_stream, num_workers),
-            StreamSpec(options.window, options.in_order, timeout, on_stream_timeout),
+    def on_timeout(position: int) -> BaseException:
+        return DataLoaderTimeoutError(
+            f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
+            f"{position} of the iterable dataset"
         )
 
+    return workers.pool.stream_batches(
+        IterWork(open_stream, options.num_workers),
+        StreamSpec(options.window, options.in_order, options.timeout or None, on_timeout),
+    )
+
+
+def _stream_map(
+    options: LoaderOptions, point: ResumePoint, workers: Workers, work: MapEpochWork
+) -> BatchStream:
     skip = point.skip
     plan = _plan(options, skip)
 
@@ -315,43 +270,7 @@ def _start_stream(
             f"{position + skip}{which}"
         )
 
-    getitem: Callable[[Any], Any] | None = None
-    jobs: Iterable[BatchJob]
-    fetch: Callable[[Any], Any]
-    if aio is not None:
-        # Each batch's coroutines start as the backend takes its job; workers wait.
-        jobs, fetch = aio.jobs(plan), aio.fetch
-    elif native is not None:
-        # The backend reads the io dataset's items itself (_io_hook), each job's
-        # reads started as the backend takes the job.
-        jobs, fetch = native.jobs(plan), native.fetch
-        if options.items_in_parallel > 1:
-            getitem = native.item_fetch
-    else:
-        # Each worker calls its own copy of the dataset (_worker_copies), and a
-        # batch stops between its items once the epoch closes (_item_stop).
-        assert stop is not None
-        infos, dataset, batched = workers.infos, options.dataset, options.auto_collation
-        jobs = plan
-        fetch = per_worker_fetch(infos, dataset, lambda d: stopping_fetch(d, batched, stop))
-        if options.items_in_parallel > 1:
-            getitem = per_worker_fetch(
-                infos, dataset, lambda d: stopping_getitem(d.__getitem__, stop)
-            )
-    images = None
-    if transform is not None:
-        if options.auto_collation and getitem is None:
-            raw = recorder.timed_fetch(fetch, True) if recorder is not None else fetch
-            images = image_work(transform, raw, options.collate_fn if recorder is None else None)
-        fetch = transformed_fetch(fetch, transform, options.auto_collation)
-        if getitem is not None:
-            getitem = transformed_fetch(getitem, transform, batched=False)
-    if recorder is not None:
-        jobs = recorder.jobs(jobs)
-        fetch = recorder.timed_fetch(fetch, options.auto_collation)
-    if workers.taken:
-        fetch = idle_pools.as_workers(fetch, workers.infos)
-    work = MapWork(jobs, fetch, collate, options.collate_is_default, getitem, recorder, images)
     return workers.pool.map_batches(
-        work, StreamSpec(options.window, options.in_order, timeout, on_timeout)
+        work.contract_work(plan, options),
+        StreamSpec(options.window, options.in_order, options.timeout or None, on_timeout),
     )

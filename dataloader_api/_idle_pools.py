@@ -8,9 +8,9 @@ backend and worker count takes it. Its threads learn
 the new loader's ``WorkerInfo`` at their next job (``as_workers``).
 
 Only loaders whose threads need nothing but their ``WorkerInfo`` share pools:
-map-style, without ``worker_init_fn`` (torch runs it on every worker before
-any item), ``items_in_parallel``, an async or native-read dataset, or a
-transform (their calls do not all go through the job's ``fetch``). An epoch left
+each epoch feature declares whether it allows that (``_epoch_features``:
+not ``worker_init_fn``, which torch runs on every worker before any item, nor
+features whose calls do not all go through the job's ``fetch``). An epoch left
 early (``break``, ``close()``, an error) closes its pool as before, since a
 slow item may still be running there. ``release_idle_workers()`` closes the
 idle pools; ``DATALOADER_KEEP_IDLE_WORKERS=0`` keeps none; interpreter exit
@@ -22,18 +22,22 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._worker_info import WorkerInfo, set_worker_info
 from .contract import HasPoolSettings, WorkerPool, process_id
+
+if TYPE_CHECKING:
+    from ._epoch_steps import EpochContext, EpochSteps
 
 __all__ = [
     "as_workers",
     "forget_datasets",
     "hand_back",
+    "idle_pool_step",
+    "keeping",
     "note_slot",
     "release_idle_workers",
-    "reusable",
     "take",
 ]
 
@@ -49,7 +53,9 @@ _owner_pid = process_id()
 _slot = threading.local()
 
 
-def _keeping() -> bool:
+def keeping() -> bool:
+    """Whether pools may be kept idle at all (``DATALOADER_KEEP_IDLE_WORKERS``); which
+    loaders' pools may is what their features declare (``_epoch_features``)."""
     value = os.environ.get(ENV_VAR, "1").strip()
     if value not in ("0", "1"):
         raise ValueError(
@@ -59,18 +65,11 @@ def _keeping() -> bool:
     return value == "1"
 
 
-def reusable(options: Any) -> bool:
-    """Whether a new pool of this loader may be shared: see the module's docstring."""
-    return (
-        _keeping()
-        and not options.persistent_workers
-        and not options.is_iterable
-        and options.worker_init_fn is None
-        and options.items_in_parallel == 1
-        and options.agetitem is None
-        and options.transform is None
-        and getattr(options.dataset, "native_epoch", None) is None
-    )
+def idle_pool_step(steps: EpochSteps, context: EpochContext) -> None:
+    """The epoch step of a taken pool: its threads learn this loader's infos."""
+    workers = context.workers
+    if workers is not None and workers.taken:
+        steps.fetch = as_workers(steps.fetch, workers.infos)
 
 
 def _key(options: Any) -> tuple[Any, int, Any]:
@@ -100,7 +99,7 @@ def hand_back(options: Any, pool: WorkerPool) -> bool:
     """Keep ``pool`` (its epoch ran to its end) for a later loader; False when
     it must be closed instead (the set is full, or keeping is off)."""
     with _lock:
-        if _owner_pid != process_id() or len(_idle) >= MAX_IDLE_POOLS or not _keeping():
+        if _owner_pid != process_id() or len(_idle) >= MAX_IDLE_POOLS or not keeping():
             return False
         _idle.append((_key(options), pool))
         return True

@@ -14,11 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .contract import BatchJob
 
-__all__ = ["EpochStats"]
+if TYPE_CHECKING:
+    from ._epoch_steps import EpochContext, EpochSteps
+
+__all__ = ["EpochStats", "StatsRecorder", "print_summary", "stats_step"]
 
 # Above this share of the epoch spent waiting for batches, the loader is the bottleneck.
 LOADER_BOUND_SHARE = 0.10
@@ -176,6 +179,23 @@ class StatsRecorder:
             return batch
 
         return timed
+
+
+def stats_step(steps: EpochSteps, context: EpochContext) -> None:
+    """The epoch feature ``collect_stats``: jobs counted as the backend takes them,
+    fetch and collate timed."""
+    recorder = context.recorder
+    if recorder is None:
+        return
+    steps.jobs = _counted(steps.jobs, recorder)
+    steps.fetch = recorder.timed_fetch(steps.fetch, context.options.auto_collation)
+    steps.collate = recorder.timed_collate(steps.collate)
+
+
+def _counted(
+    jobs: Callable[[Iterable[BatchJob]], Iterable[BatchJob]], recorder: StatsRecorder
+) -> Callable[[Iterable[BatchJob]], Iterator[BatchJob]]:
+    return lambda plan: recorder.jobs(jobs(plan))
 
 
 def print_summary(stats: EpochStats) -> None:

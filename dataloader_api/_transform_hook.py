@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._seeding import EpochSeeds, IteratorSeeds, derive_seed
 from .contract import ImageWork
+
+if TYPE_CHECKING:
+    from ._epoch_steps import EpochContext, EpochSteps
 
 __all__ = [
     "check_transform",
     "epoch_transform",
     "image_work",
+    "transform_step",
     "transformed_fetch",
     "transformed_stream",
 ]
@@ -61,16 +65,19 @@ def epoch_transform(
 
 
 def transformed_fetch(
-    fetch: Callable[[Any], Any], transform: Transform, batched: bool
+    fetch: Callable[[Any], Any],
+    transform: Transform,
+    batched: bool,
+    indices_of: Callable[[Any], Any] = lambda indices: indices,
 ) -> Callable[[Any], Any]:
-    """``fetch`` whose items went through ``transform`` (where ``fetch`` runs: a worker)."""
-    # An async epoch's jobs hold their started batch; ``item_indices`` are its indices.
+    """``fetch`` whose items went through ``transform`` (where ``fetch`` runs: a
+    worker); ``indices_of(argument)``: the indices of what ``fetch`` receives."""
     if not batched:
-        return lambda index: transform(getattr(index, "item_indices", index), fetch(index))
+        return lambda argument: transform(indices_of(argument), fetch(argument))
 
-    def fetch_transformed(job_indices: Any) -> list[Any]:
-        items = fetch(job_indices)
-        indices = getattr(job_indices, "item_indices", job_indices)
+    def fetch_transformed(argument: Any) -> list[Any]:
+        items = fetch(argument)
+        indices = indices_of(argument)
         if len(items) != len(indices):
             raise ValueError(
                 f"__getitems__ returned {len(items)} items for {len(indices)} indices, so "
@@ -79,6 +86,22 @@ def transformed_fetch(
         return [transform(index, item) for index, item in zip(indices, items, strict=True)]
 
     return fetch_transformed
+
+
+def transform_step(steps: EpochSteps, context: EpochContext) -> None:
+    """The epoch feature ``transform=``: items go through the bound transform; on
+    workers, a pipeline a backend may run natively (``MapWork.images``)."""
+    transform, options, recorder = context.transform, context.options, context.recorder
+    if transform is None:
+        return
+    batched = options.auto_collation
+    if context.workers is not None and batched and steps.getitem is None:
+        raw = recorder.timed_fetch(steps.fetch, True) if recorder is not None else steps.fetch
+        collate = options.collate_fn if recorder is None else None
+        steps.images = image_work(transform, raw, collate)
+    steps.fetch = transformed_fetch(steps.fetch, transform, batched, context.indices_of)
+    if steps.getitem is not None:
+        steps.getitem = transformed_fetch(steps.getitem, transform, batched=False)
 
 
 def image_work(

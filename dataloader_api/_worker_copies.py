@@ -22,6 +22,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._epoch_features import copies_allowed
 from ._torch_datapipes import is_iter_datapipe, worker_copy
 from ._worker_info import WorkerInfo, get_worker_info
 
@@ -34,11 +35,8 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, range, str, bytes, bytearray, 
 def copies_per_worker(options: Any) -> bool:
     """Whether each worker of this loader calls its own copy of the dataset."""
     dataset = options.dataset
-    return not (
-        options.share_dataset
-        or options.agetitem is not None
-        or getattr(dataset, "native_epoch", None) is not None
-        or isinstance(dataset, _CONTAINERS)
+    return copies_allowed(options) and not (
+        isinstance(dataset, _CONTAINERS)
         or not hasattr(dataset, "__dict__")  # NumPy arrays, __slots__-only objects
         or _is_torch_tensor(dataset)
     )

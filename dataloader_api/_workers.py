@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from . import _idle_pools as idle_pools
+from ._epoch_features import may_share_pool
 from ._options import LoaderOptions
 from ._seeding import EpochSeeds, IteratorSeeds
 from ._worker_copies import bound_to_copy, worker_dataset
@@ -103,7 +104,7 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
         worker_info(options, worker_id, base_seed + worker_id, worker_dataset(options))
         for worker_id in range(options.num_workers)
     ]
-    shared = idle_pools.reusable(options)
+    shared = idle_pools.keeping() and may_share_pool(options)
     if shared and (idle := idle_pools.take(options)) is not None:
         return Workers(idle, infos, shared=True, taken=True)
     # Made here, not in thread_init: an idle pool's threads keep thread_init, which

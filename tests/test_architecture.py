@@ -128,3 +128,51 @@ def test_rooms_stay_small():
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not large, f"split these by concern: {large}"
+
+
+# The pieces an epoch is composed of, and the one module that composes them
+# (``_epoch_work``; ``_epoch_features`` lists the features' steps).
+EPOCH_PIECES = {
+    "dataloader_api._aio",
+    "dataloader_api._io_hook",
+    "dataloader_api._item_stop",
+    "dataloader_api._plan.make_fetch",
+    "dataloader_api._plan.open_iterable",
+    "dataloader_api._worker_copies.per_worker_fetch",
+    "dataloader_api._epoch_features.apply_steps",
+}
+COMPOSERS = {"dataloader_api._epoch_work"}
+
+
+def test_one_module_composes_an_epoch():
+    """The calling thread and the workers consume one composition: no other module
+    picks an epoch's source or wraps its dataset calls."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = _module_name(path)
+        pieces = _runtime_imports(path) & EPOCH_PIECES
+        if pieces and name not in COMPOSERS:
+            found[name] = sorted(pieces)
+    assert not found, f"only _epoch_work composes an epoch, but: {found}"
+
+
+def test_features_declare_their_needs_in_one_list():
+    """Whether a pool may be shared or the dataset copied is each feature's own
+    declaration (``_epoch_features.FEATURES``), not a list kept in those rooms."""
+    options = re.compile(
+        r"options\.(agetitem|transform|worker_init_fn|items_in_parallel|share_dataset|persistent_workers)"
+    )
+    for room in ("_idle_pools.py", "_worker_copies.py", "_workers.py"):
+        text = (PACKAGE / room).read_text()
+        if room == "_workers.py":  # it passes worker_init_fn to the threads it starts
+            text = text.replace("options.worker_init_fn", "").replace(
+                "options.items_in_parallel", ""
+            )
+        assert not options.findall(text), f"{room} decides by feature: {options.findall(text)}"
+
+
+def test_the_contract_imports_nothing_of_the_loader():
+    for path in (PACKAGE / "contract").glob("*.py"):
+        ours = {m for m in _runtime_imports(path) if m.startswith("dataloader_api")}
+        outside = {m for m in ours if not m.startswith("dataloader_api.contract")}
+        assert not outside, f"{path.name} imports {outside}"

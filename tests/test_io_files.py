@@ -116,3 +116,31 @@ def test_max_concurrency_caps_native_file_reads_or_warns(tree, reads):
             assert len([x for b in loader for x in b]) == 20
     with pytest.raises(ValueError, match="event_loop='asyncio' applies only to async datasets"):
         DataLoader(data, num_workers=2, event_loop="asyncio")
+
+
+def test_items_in_parallel_reads_each_file_once(tree, monkeypatch):
+    """Native reads with ``items_in_parallel``: each item is read once. (Each was
+    read twice: once as its job was taken, again by its own item read.)"""
+    rust = pytest.importorskip("dataloader_rust")
+    open_reader = rust.RustBackend.open_reader
+    started: list[bytes] = []
+
+    class CountingReader:
+        def __init__(self, reader):
+            self._reader = reader
+
+        def start(self, locations, cancel):
+            started.extend(locations)
+            return self._reader.start(locations, cancel)
+
+        def __getattr__(self, name):
+            return getattr(self._reader, name)
+
+    monkeypatch.setattr(
+        rust.RustBackend, "open_reader", lambda self, *a: CountingReader(open_reader(self, *a))
+    )
+    paths = [tree / "val" / f"{i:08d}.bin" for i in range(20)]
+    loader = DataLoader(FileDataset(paths), batch_size=4, num_workers=2, backend="rust",
+                        items_in_parallel=2, collate_fn=list)  # fmt: skip
+    assert [item for batch in loader for item in batch] == [expected("val", i) for i in range(20)]
+    assert sorted(started) == sorted(os.fsencode(path) for path in paths)

@@ -10,10 +10,10 @@ with the same index, location and status.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from ..contract import BatchJob, process_id
+from ..contract import process_id
 from ._errors import FetchError, ItemTooLargeError
 from ._http_client import redact
 from ._locations import Locations, item_index
@@ -82,7 +82,7 @@ class NativeReads:
 
 class NativeEpoch:
     """One epoch's reads through a backend's reader. As with async datasets, a
-    job's reads start when the backend takes the job from the plan (``jobs``),
+    job's reads start when the backend takes the job from the plan (``start``),
     so the whole window's items are in flight while workers wait (``fetch``);
     ``close`` ends the reads still running (a ``break``)."""
 
@@ -99,11 +99,6 @@ class NativeEpoch:
         paths = [locations.of(item_index(i, len(locations), owner)) for i in batch]
         native = [dataset.native_location(path) for path in paths]
         return StartedReads(indices, batch, paths, self._reader.start(native, self._cancel))
-
-    def jobs(self, plan: Iterable[BatchJob]) -> Iterator[BatchJob]:
-        """The plan's jobs, each one's reads started as the job is handed out."""
-        for job in plan:
-            yield BatchJob(job.position, self.start(job.indices))
 
     def fetch(self, started: StartedReads) -> Any:
         """On a worker thread: wait for a job's reads; its items, or its first failure."""
@@ -154,16 +149,10 @@ class _Shared:
 
 
 class StartedReads:
-    """A job whose reads run: its ``item_indices`` (iterated and counted as the
-    job's indices are, for ``transform=``), locations, and the backend's handle."""
+    """A job whose reads run (``BatchJob.started``): its ``indices``, the items'
+    locations, and the backend's handle."""
 
-    __slots__ = ("batch", "item_indices", "paths", "pending")
+    __slots__ = ("batch", "indices", "paths", "pending")
 
     def __init__(self, indices: Any, batch: list[Any], paths: list[str], pending: Any) -> None:
-        self.item_indices, self.batch, self.paths, self.pending = indices, batch, paths, pending
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.item_indices)
-
-    def __len__(self) -> int:
-        return len(self.item_indices)
+        self.indices, self.batch, self.paths, self.pending = indices, batch, paths, pending
