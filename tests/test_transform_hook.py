@@ -160,3 +160,33 @@ def test_an_item_without_the_image_is_named_on_every_backend(backend):
     loader = DataLoader(NoImage(), batch_size=2, num_workers=2, transform=pipeline, backend=backend)
     with pytest.raises(TypeError, match=r"but item 0 is dict without it"):
         next(iter(loader))
+
+
+def _outcome(items, pipeline, backend):
+    try:
+        batches = DataLoader(items, batch_size=2, num_workers=1, backend=backend,
+                             transform=pipeline, collate_fn=list)  # fmt: skip
+        return [(image.dtype, image.shape, image.tobytes()) for b in batches for image in b]
+    except Exception as error:
+        return (type(error), str(error))
+
+
+@pytest.mark.parametrize(
+    "image, ops, start",
+    [
+        (np.full((6, 5, 3), 0.25, np.float32), [T.ToRGB()], "uint8"),
+        (np.full((6, 5, 3), 0.25, np.float32), [T.ToGray()], "uint8"),
+        (np.full((6, 5, 3), 0.25, np.float32), [T.ToFloat()], "uint8"),
+        (np.full((6, 5, 3), 9, np.uint8), [T.Normalize([0.5], [0.25])], "float32"),
+        (np.zeros((6, 5, 0), np.uint8), [T.ToRGB()], "uint8"),
+        (np.zeros((6, 5, 0), np.uint8), [T.ToGray(), T.ToFloat()], "uint8"),
+    ],
+    ids=["f32-to-rgb", "f32-to-gray", "f32-to-float", "u8-normalize", "0ch-to-rgb", "0ch-gray"],
+)
+def test_an_image_the_native_ops_do_not_take_gets_the_references_outcome(image, ops, start):
+    """A dtype or channel count the pipeline was not declared for: every backend
+    gives the reference's image or error (rust raised 'internal error (Rust panic)')."""
+    pipeline = T.Compose(ops, start=start)
+    reference = _outcome([image, image], pipeline, "threads")
+    for backend in BACKENDS:
+        assert _outcome([image, image], pipeline, backend) == reference, backend

@@ -184,6 +184,18 @@ def test_an_image_over_max_pixels_is_refused_before_decoding():
     assert T.Compose([T.Decode(max_pixels=10000)])(data).shape == (100, 100, 3)
 
 
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_max_pixels_governs_not_pillows_global_bomb_limit(monkeypatch, fmt):
+    """Decode(max_pixels) above Pillow's Image.MAX_IMAGE_PIXELS decodes, as rust
+    does (the reference raised Pillow's DecompressionBombError, whose message
+    told the user to raise max_pixels, which they had)."""
+    data = encode(photo(100, 100), fmt)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 2x of it: Pillow's error
+    assert T.Compose([T.Decode(max_pixels=10000)])(data).shape == (100, 100, 3)
+    with pytest.raises(T.ImageDecodeError, match=r"max_pixels=9999"):
+        T.Compose([T.Decode(max_pixels=9999)])(data)
+
+
 def test_to_gray_is_pillows_luma_and_to_rgb_drops_alpha():
     rgba = photo(channels=4)
     gray = T.Compose([T.ToGray()])(rgba)

@@ -138,6 +138,18 @@ impl Pipeline {
     }
 
     fn apply(&self, op: &Op, image: Image, random: &mut ItemRandom) -> Result<Image, Fallback> {
+        // What the reference takes but these ops do not: the item goes to the
+        // reference, whose result or error the user gets (never a panic).
+        if image.channels == 0 {
+            return Err(Fallback("an image without channels".into()));
+        }
+        let wants_u8 = matches!(op, Op::ToRgb | Op::ToGray | Op::ToFloat);
+        let wants_f32 = matches!(op, Op::Normalize { .. });
+        match image.pixels {
+            Pixels::F32(_) if wants_u8 => return Err(Fallback("a float32 image".into())),
+            Pixels::U8(_) if wants_f32 => return Err(Fallback("a uint8 image".into())),
+            _ => {}
+        }
         Ok(match *op {
             Op::Decode { .. } => return Err(Fallback("Decode after the first op".into())),
             Op::ToRgb => ops::to_rgb(image),
@@ -232,6 +244,20 @@ mod tests {
 
     fn run(ops: Vec<Op>, image: Image) -> Result<Image, Fallback> {
         Pipeline { ops }.run(Input::Decoded(image), 7, 3)
+    }
+
+    #[test]
+    fn a_dtype_or_channel_count_an_op_does_not_take_goes_to_the_reference() {
+        let float = || Image::f32(2, 2, 3, vec![0.5; 12]);
+        for op in [Op::ToRgb, Op::ToGray, Op::ToFloat] {
+            assert!(run(vec![op], float()).is_err());
+        }
+        let normalize = Op::Normalize {
+            mean: vec![0.5],
+            std: vec![0.5],
+        };
+        assert!(run(vec![normalize], ramp(2, 2, 3)).is_err());
+        assert!(run(vec![Op::ToRgb], Image::u8(2, 2, 0, Vec::new())).is_err());
     }
 
     #[test]
