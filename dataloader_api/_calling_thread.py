@@ -67,7 +67,7 @@ def calling_thread_batches(
     options: LoaderOptions, point: ResumePoint, work: MapEpochWork
 ) -> Iterator[Any]:
     """A map-style epoch's batches, each loaded on the thread that asks for it."""
-    source, dataset = options.index_source, options.dataset
+    source, dataset = options.sampling.index_source, options.sampling.dataset
     if (
         work.plain
         and type(source) is BatchSampler
@@ -77,5 +77,5 @@ def calling_thread_batches(
         n, size = len(source.sampler), source.batch_size
         stop = n - n % size if source.drop_last else n
         return SequentialItemBatches(dataset, point.skip * size, stop, size, work.collate)
-    indices = skip_batches(options.index_source, point.skip)
+    indices = skip_batches(options.sampling.index_source, point.skip)
     return CallingThreadBatches(indices, work.fetch_now, work.collate)

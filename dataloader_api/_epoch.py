@@ -42,41 +42,48 @@ __all__ = ["epoch_length", "start_epoch"]
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
     install_present(None)  # torch's, if torch was imported after the loader was built
-    warn_if_unsharded(options.distributed, options.sampler, options.batch_sampler)
-    if options.persistent_workers:
+    warn_if_unsharded(
+        options.sampling.distributed, options.sampling.sampler, options.sampling.batch_sampler
+    )
+    if options.workers.persistent_workers:
         # One epoch at a time on the shared pool, as torch resets its iterator.
         previous = state.live()
         if previous is not None:
             previous.close()
     seeds = state.worker_seeds
     if isinstance(seeds, IteratorSeeds) and (
-        not options.persistent_workers or not state.persistent
+        not options.workers.persistent_workers or not state.persistent
     ):
         seeds.draw()  # torch's new iterator draws before its sampler shuffles
-    point = resume_point(state, options.is_iterable)
-    if options.is_iterable and is_iter_datapipe(options.dataset):
-        point = replace(point, datapipe_seed=epoch_seed(options.dataset, options.generator))
+    point = resume_point(state, options.sampling.is_iterable)
+    if options.sampling.is_iterable and is_iter_datapipe(options.sampling.dataset):
+        point = replace(
+            point, datapipe_seed=epoch_seed(options.sampling.dataset, options.sampling.generator)
+        )
     state.epoch_start = capture_epoch_start(options)
-    transform = epoch_transform(options.transform, state.worker_seeds, state.epochs_started)
+    transform = epoch_transform(options.items.transform, state.worker_seeds, state.epochs_started)
     state.epochs_started += 1
     length = _length_or_none(options)
     if length is not None:
         length -= point.skip
     recorder = (
         StatsRecorder(
-            state.epochs_started, options.num_workers, options.window, options.is_iterable
+            state.epochs_started,
+            options.workers.num_workers,
+            options.workers.window,
+            options.sampling.is_iterable,
         )
-        if options.collect_stats
+        if options.stats.collect_stats
         else None
     )
     state.recorder = recorder
     summary = _summary_callback(options)
     pin = _pin_or_none(options, state)
-    checked = options.is_iterable and state.iterable_len_called is not None
+    checked = options.sampling.is_iterable and state.iterable_len_called is not None
     iterator_class = LengthCheckedIterator if checked else LoaderIterator
-    if options.num_workers == 0:
+    if options.workers.num_workers == 0:
         side = None
-        if options.is_iterable:
+        if options.sampling.is_iterable:
             open_stream = iterable_epoch_streams(options, state, point, None, transform, recorder)
             batches = open_stream(0)
         else:
@@ -103,7 +110,7 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         workers, owned = _workers_for_epoch(options, state, owner)
         side = None
         try:
-            if options.is_iterable:
+            if options.sampling.is_iterable:
                 stream = _stream_iterable(options, state, point, workers, transform, recorder)
             else:
                 source = item_source(options, state, workers)
@@ -125,28 +132,28 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         if owned and workers.shared:
             iterator.hand_back = _hand_back(options, state, workers)
         pools = iterator.owned_pools if owned else [workers.pool]
-        iterator._workers = worker_handles(options.num_workers, pools)
+        iterator._workers = worker_handles(options.workers.num_workers, pools)
     if isinstance(iterator, LengthCheckedIterator):
         assert state.iterable_len_called is not None
         iterator.reported = state.iterable_len_called
-        iterator.dataset = options.dataset
-        iterator.workers = options.num_workers
+        iterator.dataset = options.sampling.dataset
+        iterator.workers = options.workers.num_workers
     state.live_iterator = weakref.ref(iterator)
     return iterator
 
 
 def epoch_length(options: LoaderOptions) -> int:
     """``len(loader)``: batches per epoch (raises TypeError without a dataset length)."""
-    if options.is_iterable:
-        length = len(options.dataset)
-        if options.batch_size is not None:
-            if options.drop_last:
-                return length // options.batch_size
-            return -(-length // options.batch_size)
+    if options.sampling.is_iterable:
+        length = len(options.sampling.dataset)
+        if options.sampling.batch_size is not None:
+            if options.sampling.drop_last:
+                return length // options.sampling.batch_size
+            return -(-length // options.sampling.batch_size)
         return length
-    if options.batch_sampler is not None:
-        return len(options.batch_sampler)
-    return len(options.sampler)
+    if options.sampling.batch_sampler is not None:
+        return len(options.sampling.batch_sampler)
+    return len(options.sampling.sampler)
 
 
 def _length_or_none(options: LoaderOptions) -> int | None:
@@ -165,7 +172,7 @@ def _workers_for_epoch(
     options: LoaderOptions, state: LoaderState, owner: object
 ) -> tuple[Workers, bool]:
     """The workers to run this epoch on, and whether the epoch's iterator owns them."""
-    if not options.persistent_workers:
+    if not options.workers.persistent_workers:
         state.pool_seed_state = state.worker_seeds.state_dict()
         workers = new_workers(options, state.worker_seeds)
         _remember(state, workers.pool)
@@ -207,18 +214,18 @@ def _remember(state: LoaderState, pool: WorkerPool) -> None:
 
 
 def _summary_callback(options: LoaderOptions) -> Callable[[EpochStats], None] | None:
-    if options.epoch_summary is True:
+    if options.stats.epoch_summary is True:
         return print_summary
-    if callable(options.epoch_summary):
-        return options.epoch_summary
+    if callable(options.stats.epoch_summary):
+        return options.stats.epoch_summary
     return None
 
 
 def _pin_or_none(options: LoaderOptions, state: LoaderState) -> Callable[[Any], Any] | None:
     """The pinning step for this epoch's batches, or None when there is none."""
-    if not options.pin_memory:
+    if not options.items.pin_memory:
         return None
-    pin = pin_function(options.pin_memory_device, warn=not state.pin_checked)
+    pin = pin_function(options.items.pin_memory_device, warn=not state.pin_checked)
     state.pin_checked = True
     return pin
 
@@ -226,12 +233,14 @@ def _pin_or_none(options: LoaderOptions, state: LoaderState) -> Callable[[Any], 
 def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
     """The epoch's jobs: as data when the batch sampler is ours (a backend may cut
     the batches natively), else the batch sampler's or sampler's iterator."""
-    source = options.index_source
-    if options.auto_collation and type(source) is BatchSampler:
+    source = options.sampling.index_source
+    if options.sampling.auto_collation and type(source) is BatchSampler:
         chunks = source.index_chunks(skip)
         if chunks is not None:
-            return IndexBatches(chunks, source.batch_size, source.drop_last, options.window + 2)
-    return EpochPlan(source, options.auto_collation, options.window + 1, skip)
+            return IndexBatches(
+                chunks, source.batch_size, source.drop_last, options.workers.window + 2
+            )
+    return EpochPlan(source, options.sampling.auto_collation, options.workers.window + 1, skip)
 
 
 def _stream_iterable(
@@ -246,13 +255,18 @@ def _stream_iterable(
 
     def on_timeout(position: int) -> BaseException:
         return DataLoaderTimeoutError(
-            f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
+            f"DataLoader timed out after {options.workers.timeout:g} seconds, waiting for batch "
             f"{position} of the iterable dataset"
         )
 
     return workers.pool.stream_batches(
-        IterWork(open_stream, options.num_workers),
-        StreamSpec(options.window, options.in_order, options.timeout or None, on_timeout),
+        IterWork(open_stream, options.workers.num_workers),
+        StreamSpec(
+            options.workers.window,
+            options.workers.in_order,
+            options.workers.timeout or None,
+            on_timeout,
+        ),
     )
 
 
@@ -266,11 +280,16 @@ def _stream_map(
         indices = plan.indices_of(position)
         which = f" (indices {indices!r})" if indices is not None else ""
         return DataLoaderTimeoutError(
-            f"DataLoader timed out after {options.timeout:g} seconds, waiting for batch "
+            f"DataLoader timed out after {options.workers.timeout:g} seconds, waiting for batch "
             f"{position + skip}{which}"
         )
 
     return workers.pool.map_batches(
         work.contract_work(plan, options),
-        StreamSpec(options.window, options.in_order, options.timeout or None, on_timeout),
+        StreamSpec(
+            options.workers.window,
+            options.workers.in_order,
+            options.workers.timeout or None,
+            on_timeout,
+        ),
     )

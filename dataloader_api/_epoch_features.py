@@ -20,23 +20,28 @@ __all__ = ["FEATURES", "apply_steps", "copies_allowed", "may_share_pool"]
 
 def _is_io_dataset(options: Any) -> bool:
     # The dataloader_api.io datasets: read natively or by their async reference.
-    return getattr(options.dataset, "native_epoch", None) is not None
+    return getattr(options.sampling.dataset, "native_epoch", None) is not None
 
 
 FEATURES: tuple[Feature, ...] = (
-    Feature("persistent_workers", lambda o: o.persistent_workers, shares_pool=False),
-    Feature("iterable dataset", lambda o: o.is_iterable, shares_pool=False),
-    Feature("worker_init_fn", lambda o: o.worker_init_fn is not None, shares_pool=False),
-    Feature("items_in_parallel", lambda o: o.items_in_parallel > 1, shares_pool=False),
+    Feature("persistent_workers", lambda o: o.workers.persistent_workers, shares_pool=False),
+    Feature("iterable dataset", lambda o: o.sampling.is_iterable, shares_pool=False),
+    Feature("worker_init_fn", lambda o: o.workers.worker_init_fn is not None, shares_pool=False),
+    Feature("items_in_parallel", lambda o: o.execution.items_in_parallel > 1, shares_pool=False),
     Feature(
-        "async dataset", lambda o: o.agetitem is not None, shares_pool=False, copies_dataset=False
+        "async dataset",
+        lambda o: o.items.agetitem is not None,
+        shares_pool=False,
+        copies_dataset=False,
     ),
     Feature("io dataset", _is_io_dataset, shares_pool=False, copies_dataset=False),
-    Feature("share_dataset", lambda o: o.share_dataset, copies_dataset=False),
+    Feature("share_dataset", lambda o: o.workers.share_dataset, copies_dataset=False),
     # The steps, innermost first: the transform's items are timed by stats, and
     # a taken pool's threads learn their infos before either runs.
-    Feature("transform", lambda o: o.transform is not None, shares_pool=False, wrap=transform_step),
-    Feature("collect_stats", lambda o: o.collect_stats, wrap=stats_step),
+    Feature(
+        "transform", lambda o: o.items.transform is not None, shares_pool=False, wrap=transform_step
+    ),
+    Feature("collect_stats", lambda o: o.stats.collect_stats, wrap=stats_step),
     Feature("idle pool", lambda o: True, wrap=idle_pool_step),
 )
 

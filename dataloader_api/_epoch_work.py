@@ -57,16 +57,16 @@ class ItemSource:
 
 def item_source(options: LoaderOptions, state: LoaderState, workers: Workers | None) -> ItemSource:
     """The epoch's one source variant; ``workers`` None for the calling thread."""
-    parallel = workers is not None and options.items_in_parallel > 1
+    parallel = workers is not None and options.execution.items_in_parallel > 1
     native = native_epoch(options)
     if native is not None:
         if parallel:  # each item read on its own: no job's reads begin early
             return ItemSource("native", native.fetch_now, None, native.item_fetch, native)
         return ItemSource("native", native.fetch, native.start, None, native)
-    if options.agetitem is not None:
+    if options.items.agetitem is not None:
         aio = _async_epoch(options, state)
         return ItemSource("async", aio.fetch, aio.start, None, aio)
-    dataset, batched = options.dataset, options.auto_collation
+    dataset, batched = options.sampling.dataset, options.sampling.auto_collation
     if workers is None:
         return ItemSource("plain", make_fetch(dataset, batched))
     # Each worker calls its own copy of the dataset (_worker_copies), and a batch
@@ -90,14 +90,14 @@ def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch:
         # inherited by a forked child has no thread there, so the child makes its own.
         from ._aio import AsyncRunner
 
-        runner = state.runner = AsyncRunner(options.event_loop, options.max_concurrency)
+        runner = state.runner = AsyncRunner(options.items.event_loop, options.items.max_concurrency)
     from ._aio import AsyncEpoch
 
-    aclose = getattr(options.dataset, "aclose", None)
+    aclose = getattr(options.sampling.dataset, "aclose", None)
     if aclose is not None:
         runner.add_closer(aclose)  # e.g. the io datasets' idle connections on this loop
-    assert options.agetitem is not None
-    return AsyncEpoch(runner, options.agetitem, options.auto_collation)
+    assert options.items.agetitem is not None
+    return AsyncEpoch(runner, options.items.agetitem, options.sampling.auto_collation)
 
 
 def _started(start: Callable[[Any], Any]) -> Callable[[Iterable[BatchJob]], Iterator[BatchJob]]:
@@ -135,7 +135,7 @@ class MapEpochWork:
             jobs,
             self.fetch,
             self.collate,
-            options.collate_is_default,
+            options.items.collate_is_default,
             self.getitem,
             self.stats,
             self.images,
@@ -150,7 +150,7 @@ def map_epoch_work(
     recorder: StatsRecorder | None,
 ) -> MapEpochWork:
     """``source`` with every active feature's step around it."""
-    steps = EpochSteps(source.fetch, options.collate_fn, source.getitem)
+    steps = EpochSteps(source.fetch, options.items.collate_fn, source.getitem)
     if source.start is not None:
         steps.jobs = _started(source.start)
     apply_steps(steps, EpochContext(options, transform, recorder, workers, source.indices_of))
@@ -177,24 +177,30 @@ def iterable_epoch_streams(
     """``open_stream(stream_id)`` of an iterable epoch: stream ``i`` is worker
     ``(i + point.first_worker) % num_workers``'s, or, without workers, the
     calling thread's one stream (opened at its first ``next``)."""
-    collate = options.collate_fn
+    collate = options.items.collate_fn
     if recorder is not None:
         collate = recorder.timed_collate(collate)
-    settings = (point.worker_states, options.batch_size, options.drop_last, collate, transform)
+    settings = (
+        point.worker_states,
+        options.sampling.batch_size,
+        options.sampling.drop_last,
+        collate,
+        transform,
+    )
     if workers is None:
 
         def calling_thread_stream(stream_id: int) -> Iterator[Any]:
             # Only a distributed loader gives the calling thread a worker info:
             # its rank's shard. Otherwise get_worker_info() is None, as in torch.
-            dataset = options.dataset
+            dataset = options.sampling.dataset
             info = None
-            if options.distributed:
+            if options.sampling.distributed:
                 info = worker_info(options, 0, state.worker_seeds.next_seed(), dataset)
             prepare_epoch(dataset, point.datapipe_seed, None, 0)
             yield from open_iterable(dataset, info, 0, *settings)
 
         return calling_thread_stream
-    infos, num_workers, first = workers.infos, options.num_workers, point.first_worker
+    infos, num_workers, first = workers.infos, options.workers.num_workers, point.first_worker
 
     def open_stream(stream_id: int) -> Iterator[Any]:
         worker_id = (stream_id + first) % num_workers

@@ -75,9 +75,9 @@ def idle_pool_step(steps: EpochSteps, context: EpochContext) -> None:
 def _key(options: Any) -> tuple[Any, int, Any]:
     """Pools are shared by loaders of one backend and thread count for which the
     backend would make the same pool (``Backend.pool_settings``)."""
-    backend = options.backend
+    backend = options.execution.backend
     settings = backend.pool_settings() if isinstance(backend, HasPoolSettings) else None
-    return (backend, options.num_workers, settings)
+    return (backend, options.workers.num_workers, settings)
 
 
 def take(options: Any) -> WorkerPool | None:

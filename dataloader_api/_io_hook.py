@@ -21,29 +21,31 @@ NATIVE_IO_VARIABLE = "DATALOADER_NATIVE_IO"
 def native_epoch(options: LoaderOptions) -> Any:
     """The epoch's ``io._native.NativeEpoch`` (``jobs``, ``fetch``, ``fetch_now``,
     ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
-    dataset = options.dataset
+    dataset = options.sampling.dataset
     native = getattr(dataset, "native_epoch", None)
-    if native is None or options.is_iterable:
+    if native is None or options.sampling.is_iterable:
         return None
-    backend = options.backend
+    backend = options.execution.backend
     off = os.environ.get(NATIVE_IO_VARIABLE, "1") == "0"
     if not isinstance(backend, ReadsNatively) or off or not dataset.reads_natively():
         _warn_if_uncapped(options)
         return None
-    return native(backend.open_reader, options.max_concurrency, options.auto_collation)
+    return native(
+        backend.open_reader, options.items.max_concurrency, options.sampling.auto_collation
+    )
 
 
 def _warn_if_uncapped(options: LoaderOptions) -> None:
     """The reference reads a sync io dataset (files) one item per worker thread:
     a ``max_concurrency`` below the thread count cannot hold there. Say so."""
-    cap, threads = options.max_concurrency, max(1, options.num_workers)
-    if cap is None or options.agetitem is not None or cap >= threads:
+    cap, threads = options.items.max_concurrency, max(1, options.workers.num_workers)
+    if cap is None or options.items.agetitem is not None or cap >= threads:
         return
-    name = options.backend_name or "the calling thread"
+    name = options.execution.backend_name or "the calling thread"
     warnings.warn(
         f"max_concurrency={cap} is not applied: {name} reads "
-        f"{type(options.dataset).__name__} with the reference, one item at a time on each "
-        f"of num_workers={options.num_workers} threads; use num_workers={cap}, or the rust "
+        f"{type(options.sampling.dataset).__name__} with the reference, one item at a time on each "
+        f"of num_workers={options.workers.num_workers} threads; use num_workers={cap}, or the rust "
         "backend (native reads)",
         UserWarning,
         stacklevel=4,

@@ -30,9 +30,9 @@ _FIXED_AFTER_INIT = frozenset(
 )
 
 
-def _option(name: str, doc: str = "") -> property:
+def _option(group: str, name: str, doc: str = "") -> property:
     def get(self: DataLoader[Any]) -> Any:
-        return getattr(self._options, name)
+        return getattr(getattr(self._options, group), name)
 
     return property(get, doc=doc or f"The ``{name}`` this loader was built with.")
 
@@ -143,41 +143,15 @@ class DataLoader(Generic[T_co]):
         share_dataset: bool = False,
     ) -> None:
         arguments = {name: value for name, value in locals().items() if name != "self"}
-        options = build_options(
-            dataset,
-            batch_size,
-            shuffle,
-            sampler,
-            batch_sampler,
-            num_workers,
-            collate_fn,
-            pin_memory,
-            drop_last,
-            timeout,
-            worker_init_fn,
-            multiprocessing_context,
-            generator,
-            prefetch_factor,
-            persistent_workers,
-            pin_memory_device,
-            in_order,
-            backend,
-            seed,
-            distributed,
-            items_in_parallel,
-            max_concurrency,
-            event_loop,
-            epoch_summary,
-            collect_stats,
-            transform,
-            share_dataset,
-        )
+        options = build_options(arguments)
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
-        warn_if_more_workers_than_cpus(options.num_workers, stacklevel=3)
+        warn_if_more_workers_than_cpus(options.workers.num_workers, stacklevel=3)
         install_present(DataLoader)  # torch, Lightning and accelerate (see integrations)
         object.__setattr__(
-            self, "_state", LoaderState.new(options.worker_seed_base, options.generator)
+            self,
+            "_state",
+            LoaderState.new(options.sampling.worker_seed_base, options.sampling.generator),
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -194,43 +168,46 @@ class DataLoader(Generic[T_co]):
             )
         object.__setattr__(self, name, value)
 
-    dataset = _option("dataset")
-    batch_size = _option("batch_size")
-    drop_last = _option("drop_last")
-    sampler = _option("sampler")
-    batch_sampler = _option("batch_sampler")
-    num_workers = _option("num_workers")
-    collate_fn = _option("collate_fn")
-    pin_memory = _option("pin_memory")
-    pin_memory_device = _option("pin_memory_device")
-    timeout = _option("timeout")
-    worker_init_fn = _option("worker_init_fn")
-    multiprocessing_context = _option("multiprocessing_context")
-    generator = _option("generator")
-    prefetch_factor = _option("prefetch_factor")
-    persistent_workers = _option("persistent_workers")
-    in_order = _option("in_order")
-    seed = _option("seed")
-    distributed = _option("distributed")
+    dataset = _option("sampling", "dataset")
+    batch_size = _option("sampling", "batch_size")
+    drop_last = _option("sampling", "drop_last")
+    sampler = _option("sampling", "sampler")
+    batch_sampler = _option("sampling", "batch_sampler")
+    num_workers = _option("workers", "num_workers")
+    collate_fn = _option("items", "collate_fn")
+    pin_memory = _option("items", "pin_memory")
+    pin_memory_device = _option("items", "pin_memory_device")
+    timeout = _option("workers", "timeout")
+    worker_init_fn = _option("workers", "worker_init_fn")
+    multiprocessing_context = _option("workers", "multiprocessing_context")
+    generator = _option("sampling", "generator")
+    prefetch_factor = _option("workers", "prefetch_factor")
+    persistent_workers = _option("workers", "persistent_workers")
+    in_order = _option("workers", "in_order")
+    seed = _option("sampling", "seed")
+    distributed = _option("sampling", "distributed")
 
     @property
     def rank(self) -> int:
         """This process's rank (0 unless ``distributed=True``), looked up when asked."""
-        return self._options.ranks()[0]
+        return self._options.sampling.ranks()[0]
 
     @property
     def world_size(self) -> int:
         """The number of ranks (1 unless ``distributed=True``), looked up when asked."""
-        return self._options.ranks()[1]
+        return self._options.sampling.ranks()[1]
 
-    backend_name = _option("backend_name", "The backend that runs the workers, or None.")
-    items_in_parallel = _option("items_in_parallel")
-    max_concurrency = _option("max_concurrency")
-    event_loop = _option("event_loop")
-    epoch_summary = _option("epoch_summary")
-    collect_stats = _option("collect_stats")
-    share_dataset = _option("share_dataset")
+    backend_name = _option(
+        "execution", "backend_name", "The backend that runs the workers, or None."
+    )
+    items_in_parallel = _option("execution", "items_in_parallel")
+    max_concurrency = _option("items", "max_concurrency")
+    event_loop = _option("items", "event_loop")
+    epoch_summary = _option("stats", "epoch_summary")
+    collect_stats = _option("stats", "collect_stats")
+    share_dataset = _option("workers", "share_dataset")
     window = _option(
+        "workers",
         "window",
         "Batches that may be loaded but not yet consumed: ``num_workers * prefetch_factor``.",
     )
@@ -239,18 +216,18 @@ class DataLoader(Generic[T_co]):
     @property
     def _auto_collation(self) -> bool:
         """Batches are lists of items collated together (torch's attribute)."""
-        return self._options.auto_collation
+        return self._options.sampling.auto_collation
 
     @property
     def _index_sampler(self) -> Any:
         """What an epoch draws indices from: the batch sampler when batching,
         else the sampler (torch's attribute)."""
-        return self._options.index_source
+        return self._options.sampling.index_source
 
     @property
     def _dataset_kind(self) -> int:
         """torch's ``_DatasetKind``: 0 map-style, 1 iterable."""
-        return 1 if self._options.is_iterable else 0
+        return 1 if self._options.sampling.is_iterable else 0
 
     @property
     def _IterableDataset_len_called(self) -> int | None:
@@ -258,12 +235,12 @@ class DataLoader(Generic[T_co]):
         None (torch's attribute and value)."""
         if self._state.iterable_len_called is None:
             return None
-        return len(self._options.dataset)
+        return len(self._options.sampling.dataset)
 
     @property
     def _iterator(self) -> LoaderIterator | None:
         """The live epoch of persistent workers (torch keeps it only for them)."""
-        live = self._state.live() if self._options.persistent_workers else None
+        live = self._state.live() if self._options.workers.persistent_workers else None
         return live if live is not None and not live.closed else None
 
     @_iterator.setter
@@ -274,12 +251,12 @@ class DataLoader(Generic[T_co]):
                 f"_iterator can only be set to None (which ends persistent workers, as in "
                 f"torch), got {value!r}"
             )
-        if self._options.persistent_workers:
+        if self._options.workers.persistent_workers:
             self.close()
 
     def __len__(self) -> int:
         length = epoch_length(self._options)
-        if self._options.is_iterable:
+        if self._options.sampling.is_iterable:
             self._state.iterable_len_called = length  # the epochs warn past it
         return length
 
@@ -288,11 +265,11 @@ class DataLoader(Generic[T_co]):
 
     def set_epoch(self, epoch: int) -> None:
         """Forward ``epoch`` to the sampler (a ``DistributedSampler``), on every rank."""
-        set_epoch = getattr(self._options.sampler, "set_epoch", None)
+        set_epoch = getattr(self._options.sampling.sampler, "set_epoch", None)
         if set_epoch is None:
             raise TypeError(
                 f"set_epoch needs a sampler with set_epoch() such as DistributedSampler; this "
-                f"loader's sampler is {type(self._options.sampler).__name__}"
+                f"loader's sampler is {type(self._options.sampling.sampler).__name__}"
             )
         set_epoch(epoch)
 
@@ -305,7 +282,7 @@ class DataLoader(Generic[T_co]):
         arguments = self._arguments
         if (
             arguments["distributed"] is not None
-            or self._options.is_iterable
+            or self._options.sampling.is_iterable
             or arguments["sampler"] is not None
             or arguments["batch_sampler"] is not None
         ):
@@ -356,7 +333,7 @@ class DataLoader(Generic[T_co]):
 
     def stats(self) -> EpochStats:
         """Figures of the current epoch, or of the last one (see ``EpochStats``)."""
-        if not self._options.collect_stats:
+        if not self._options.stats.collect_stats:
             raise RuntimeError(
                 "stats() needs DataLoader(..., collect_stats=True) (or epoch_summary): "
                 "timing every batch is off by default"

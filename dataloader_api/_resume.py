@@ -63,10 +63,10 @@ def resume_point(state: LoaderState, iterable: bool) -> ResumePoint:
 
 
 def capture_epoch_start(options: LoaderOptions) -> dict[str, Any] | BaseException:
-    if options.is_iterable:
+    if options.sampling.is_iterable:
         return {}
     try:
-        return {"sampler": sampler_state(options.index_source)}
+        return {"sampler": sampler_state(options.sampling.index_source)}
     except TypeError as error:
         return error  # raised by state_dict(), not by iterating
 
@@ -74,15 +74,15 @@ def capture_epoch_start(options: LoaderOptions) -> dict[str, Any] | BaseExceptio
 def _config(options: LoaderOptions) -> dict[str, Any]:
     """What a state must agree with to be loaded here."""
     config: dict[str, Any] = {
-        "kind": "iterable" if options.is_iterable else "map",
-        "batch_size": options.batch_size,
-        "drop_last": options.drop_last,
+        "kind": "iterable" if options.sampling.is_iterable else "map",
+        "batch_size": options.sampling.batch_size,
+        "drop_last": options.sampling.drop_last,
     }
-    if options.is_iterable:
-        config["num_workers"] = options.num_workers
+    if options.sampling.is_iterable:
+        config["num_workers"] = options.workers.num_workers
     else:
-        config["dataset_length"] = len(options.dataset)
-        source = options.index_source
+        config["dataset_length"] = len(options.sampling.dataset)
+        source = options.sampling.index_source
         name = type(source).__name__
         if isinstance(source, BatchSampler):
             name += f"({type(source.sampler).__name__})"
@@ -96,10 +96,13 @@ def take_state(options: LoaderOptions, state: LoaderState) -> dict[str, Any]:
         return dict(state.pending)
     live = state.live()
     running = live is not None and not live.finished
-    problem = resume_protocol_problem(options.dataset) if options.is_iterable else None
+    problem = (
+        resume_protocol_problem(options.sampling.dataset) if options.sampling.is_iterable else None
+    )
     if problem is not None:
         raise TypeError(
-            f"cannot take a state: iterable dataset {type(options.dataset).__name__} {problem} "
+            "cannot take a state: iterable dataset "
+            f"{type(options.sampling.dataset).__name__} {problem} "
             "(see the user guide's resume section)"
         )
     if running:
@@ -111,11 +114,11 @@ def take_state(options: LoaderOptions, state: LoaderState) -> dict[str, Any]:
     if isinstance(start, BaseException):
         raise start
     taken: dict[str, Any] = {"version": STATE_VERSION, **_config(options), "epoch": epoch}
-    if options.is_iterable:
+    if options.sampling.is_iterable:
         states = live.worker_states if running and live is not None else {}
         taken["worker_states"] = [[w, s] for w, s in sorted(states.items())]
         last = live.last_worker if running and live is not None else None
-        workers = max(1, options.num_workers)
+        workers = max(1, options.workers.num_workers)
         taken["next_worker"] = 0 if last is None else (last + 1) % workers
     else:
         taken["batches_consumed"] = live.position if running and live is not None else 0
@@ -130,19 +133,19 @@ def load_state(options: LoaderOptions, state: LoaderState, loaded: dict[str, Any
     live = state.live()
     if live is not None:
         live.close()
-    if not options.is_iterable:
+    if not options.sampling.is_iterable:
         consumed = loaded.get("batches_consumed")
         if not isinstance(consumed, int) or consumed < 0:
             raise ValueError(f"state has an invalid batches_consumed={consumed!r}")
-        load_sampler_state(options.index_source, loaded["sampler_state"])
+        load_sampler_state(options.sampling.index_source, loaded["sampler_state"])
         state.worker_seeds.load_state_dict(loaded["worker_seeds"])
         state.pool_seed_state = state.worker_seeds.state_dict()
-    elif (problem := resume_protocol_problem(options.dataset)) is not None:
+    elif (problem := resume_protocol_problem(options.sampling.dataset)) is not None:
         raise TypeError(
-            f"cannot resume: iterable dataset {type(options.dataset).__name__} {problem} "
+            f"cannot resume: iterable dataset {type(options.sampling.dataset).__name__} {problem} "
             "(see the user guide's resume section)"
         )
     state.epochs_started = int(loaded["epoch"])
     state.pending = dict(loaded)
-    if options.is_iterable:
+    if options.sampling.is_iterable:
         state.pending["worker_states"] = {int(w): s for w, s in loaded["worker_states"]}

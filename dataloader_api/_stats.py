@@ -188,7 +188,7 @@ def stats_step(steps: EpochSteps, context: EpochContext) -> None:
     if recorder is None:
         return
     steps.jobs = _counted(steps.jobs, recorder)
-    steps.fetch = recorder.timed_fetch(steps.fetch, context.options.auto_collation)
+    steps.fetch = recorder.timed_fetch(steps.fetch, context.options.sampling.auto_collation)
     steps.collate = recorder.timed_collate(steps.collate)
 
 

@@ -94,10 +94,10 @@ def transform_step(steps: EpochSteps, context: EpochContext) -> None:
     transform, options, recorder = context.transform, context.options, context.recorder
     if transform is None:
         return
-    batched = options.auto_collation
+    batched = options.sampling.auto_collation
     if context.workers is not None and batched and steps.getitem is None:
         raw = recorder.timed_fetch(steps.fetch, True) if recorder is not None else steps.fetch
-        collate = options.collate_fn if recorder is None else None
+        collate = options.items.collate_fn if recorder is None else None
         steps.images = image_work(transform, raw, collate)
     steps.fetch = transformed_fetch(steps.fetch, transform, batched, context.indices_of)
     if steps.getitem is not None:

@@ -34,7 +34,7 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, range, str, bytes, bytearray, 
 
 def copies_per_worker(options: Any) -> bool:
     """Whether each worker of this loader calls its own copy of the dataset."""
-    dataset = options.dataset
+    dataset = options.sampling.dataset
     return copies_allowed(options) and not (
         isinstance(dataset, _CONTAINERS)
         or not hasattr(dataset, "__dict__")  # NumPy arrays, __slots__-only objects
@@ -54,7 +54,7 @@ def _is_torch_tensor(dataset: Any) -> bool:
 def worker_dataset(options: Any) -> Any:
     """A new worker's dataset: a shallow copy of the loader's, or the loader's
     itself where ``copies_per_worker`` says so."""
-    dataset = options.dataset
+    dataset = options.sampling.dataset
     if not copies_per_worker(options):
         return dataset
     if is_iter_datapipe(dataset):
@@ -62,7 +62,7 @@ def worker_dataset(options: Any) -> Any:
     try:
         return copy.copy(dataset)
     except Exception as error:
-        kind = "iterable" if options.is_iterable else "map-style"
+        kind = "iterable" if options.sampling.is_iterable else "map-style"
         raise TypeError(
             f"{kind} dataset {type(dataset).__name__} cannot be shallow-copied for each "
             f"worker thread ({type(error).__name__}: {error}); each worker calls its own "

@@ -47,9 +47,9 @@ class Workers:
 
 
 def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:
-    workers = max(1, options.num_workers)
-    rank, world_size = options.ranks()
-    if options.distributed and options.is_iterable:
+    workers = max(1, options.workers.num_workers)
+    rank, world_size = options.sampling.ranks()
+    if options.sampling.distributed and options.sampling.is_iterable:
         # Shards count across ranks, so torch's sharding idiom splits both ways.
         return WorkerInfo(
             id=rank * workers + worker_id,
@@ -60,7 +60,9 @@ def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any)
             world_size=world_size,
             local_id=worker_id,
         )
-    return WorkerInfo(worker_id, options.num_workers, seed, dataset, rank, world_size, worker_id)
+    return WorkerInfo(
+        worker_id, options.workers.num_workers, seed, dataset, rank, world_size, worker_id
+    )
 
 
 def _usable_cpus() -> int:
@@ -97,12 +99,12 @@ def warn_if_more_workers_than_cpus(num_workers: int, stacklevel: int) -> None:
 def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Workers:
     """A pool of ``num_workers`` threads, seeded from the next seed of ``seeds``: a
     new one, or an idle one an earlier loader's finished epoch left."""
-    assert options.backend is not None
-    warn_if_more_workers_than_cpus(options.num_workers, stacklevel=6)
+    assert options.execution.backend is not None
+    warn_if_more_workers_than_cpus(options.workers.num_workers, stacklevel=6)
     base_seed = seeds.next_seed()
     infos = [
         worker_info(options, worker_id, base_seed + worker_id, worker_dataset(options))
-        for worker_id in range(options.num_workers)
+        for worker_id in range(options.workers.num_workers)
     ]
     shared = idle_pools.keeping() and may_share_pool(options)
     if shared and (idle := idle_pools.take(options)) is not None:
@@ -110,9 +112,9 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
     # Made here, not in thread_init: an idle pool's threads keep thread_init, which
     # must not keep the loader's options (nor its dataset) alive.
     inits = [
-        bound_to_copy(options.worker_init_fn, options.dataset, info.dataset)
+        bound_to_copy(options.workers.worker_init_fn, options.sampling.dataset, info.dataset)
         for info in infos
-        if options.worker_init_fn is not None
+        if options.workers.worker_init_fn is not None
     ]
 
     def thread_init(worker_id: int) -> None:
@@ -123,11 +125,11 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
             inits[worker_id](worker_id)
 
     spec = PoolSpec(
-        num_threads=options.num_workers,
+        num_threads=options.workers.num_workers,
         thread_init=thread_init,
-        items_in_parallel=options.items_in_parallel,
+        items_in_parallel=options.execution.items_in_parallel,
     )
-    return Workers(options.backend.create_pool(spec), infos, shared=shared)
+    return Workers(options.execution.backend.create_pool(spec), infos, shared=shared)
 
 
 def join_pools(pools: list[WorkerPool], timeout: float | None) -> list[WorkerPool]:

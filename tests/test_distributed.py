@@ -221,4 +221,6 @@ def test_a_frameworks_sharded_copy_keeps_a_subclasss_own_errors():
     with pytest.raises(TypeError, match="cannot be sharded"):
         Strict(list(range(8)), batch_size=2)._sharded_copy()
     copy = DataLoader(list(range(8)), batch_size=2)._sharded_copy(seed=3)
-    assert copy is not None and copy._options.distributed and copy._options.seed == 3
+    assert (
+        copy is not None and copy._options.sampling.distributed and copy._options.sampling.seed == 3
+    )

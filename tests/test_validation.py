@@ -294,3 +294,29 @@ def test_torchs_private_attributes_answer_as_torchs():
         persistent._iterator = iterator
     assert [b.tolist() for b in persistent] == [[0], [1], [2], [3]]  # new workers
     persistent.close()
+
+
+def test_every_argument_is_read_by_exactly_one_concern():
+    """``build_options`` takes the arguments by name: each one is read by one
+    concern's check (none silently ignored, none checked twice)."""
+    import inspect
+    from collections import Counter
+
+    from dataloader_api._options import build_options
+
+    names = [n for n in inspect.signature(DataLoader.__init__).parameters if n != "self"]
+    reads: Counter[str] = Counter()
+
+    class Recorded(dict):
+        def __getitem__(self, name):
+            reads[name] += 1
+            return super().__getitem__(name)
+
+    defaults = {
+        n: p.default
+        for n, p in inspect.signature(DataLoader.__init__).parameters.items()
+        if n != "self"
+    }
+    build_options(Recorded(defaults, dataset=list(range(4))))
+    assert sorted(reads) == sorted(names)
+    assert [n for n, count in reads.items() if count > 1] == []
