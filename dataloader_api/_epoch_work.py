@@ -135,7 +135,7 @@ class MapEpochWork:
             jobs,
             self.fetch,
             self.collate,
-            options.items.collate_is_default,
+            options.items.collate_fn if options.items.collate_is_default else None,
             self.getitem,
             self.stats,
             self.images,

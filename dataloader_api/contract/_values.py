@@ -111,9 +111,10 @@ class MapWork:
     them as they are, except where a field below lets it do the same work
     itself:
 
-    - ``collate_is_default``: ``collate`` is the library's
-      ``default_collate`` (timed, with ``stats``); a backend may collate
-      natively instead when the result is identical.
+    - ``default_collate``: set when ``collate`` is the library's
+      ``default_collate`` (timed, with ``stats``): that function, untimed; a
+      backend may collate natively instead when the result is identical,
+      handing it whatever it does not collate itself.
     - ``getitem``: set only with ``PoolSpec.items_in_parallel > 1``: the
       dataset's ``__getitem__``; the backend may call it for each of a job's
       ``indices`` on up to that many threads (returning them in index order) instead
@@ -131,7 +132,7 @@ class MapWork:
     jobs: Iterable[BatchJob]
     fetch: Callable[[Any], Any]
     collate: Callable[[Any], Any]
-    collate_is_default: bool = False
+    default_collate: Callable[[Any], Any] | None = None
     getitem: Callable[[Any], Any] | None = None
     stats: StatsSink | None = None
     images: ImageWork | None = None

@@ -1,4 +1,4 @@
-//! `dataloader_api.default_collate`, natively where the result is
+//! The library's `default_collate` (`MapWork.default_collate`), natively where the result is
 //! sure to be identical: same-dtype, same-shape, C-contiguous NumPy arrays
 //! (also inside dicts, tuples and lists) are stacked into one new array, the
 //! bytes copied without the interpreter. Anything else is handed to the
@@ -69,13 +69,11 @@ struct Copy {
 unsafe impl Send for Copy {}
 
 impl NativeCollate {
-    pub fn new(py: Python<'_>) -> PyResult<Self> {
+    /// `default_collate`: the contract's untimed function, for what is not native.
+    pub fn new(py: Python<'_>, default_collate: &Bound<'_, PyAny>) -> PyResult<Self> {
         let numpy = py.import("numpy")?;
         Ok(NativeCollate {
-            default_collate: py
-                .import("dataloader_api")?
-                .getattr("default_collate")?
-                .unbind(),
+            default_collate: default_collate.clone().unbind(),
             ndarray: numpy.getattr("ndarray")?.cast_into::<PyType>()?.unbind(),
             empty: numpy.getattr("empty")?.unbind(),
         })

@@ -125,7 +125,8 @@ pub struct MapWork<'py> {
     pub jobs: Bound<'py, PyAny>,
     pub fetch: Bound<'py, PyAny>,
     pub collate: Bound<'py, PyAny>,
-    pub collate_is_default: bool,
+    /// The library's `default_collate`, untimed, when `collate` is it.
+    pub default_collate: Option<Bound<'py, PyAny>>,
     pub getitem: Option<Bound<'py, PyAny>>,
     pub stats: Option<Bound<'py, PyAny>>,
     /// `MapWork.images`: a transforms pipeline this backend runs natively.
@@ -143,19 +144,21 @@ impl<'py> MapWork<'py> {
         let jobs = field(work, CLASS, "jobs")?;
         let fetch = field(work, CLASS, "fetch")?;
         let collate = field(work, CLASS, "collate")?;
-        let is_default = field(work, CLASS, "collate_is_default")?;
         // Strict: native collation replaces the loader's collate only when told so.
-        let collate_is_default = is_default.extract::<bool>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "MapWork.collate_is_default must be a bool, got {}",
-                repr(&is_default)
-            ))
-        })?;
+        let default_collate = optional(field(work, CLASS, "default_collate")?);
+        if let Some(given) = &default_collate {
+            if !given.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "MapWork.default_collate must be callable or None, got {}",
+                    repr(given)
+                )));
+            }
+        }
         Ok(MapWork {
             jobs,
             fetch,
             collate,
-            collate_is_default,
+            default_collate,
             getitem: optional(field(work, CLASS, "getitem")?),
             stats: optional(field(work, CLASS, "stats")?),
             // Older look-alikes without the field: no native pipeline.

@@ -20,7 +20,7 @@ use crate::images::{Fetched, ImageJobs};
 pub struct MapJobs {
     fetch: Py<PyAny>,
     collate: Py<PyAny>,
-    /// Set when `collate` is the default collate and may be done natively.
+    /// Set when `collate` is the library's default collate (`MapWork.default_collate`).
     native: Option<Arc<NativeCollate>>,
     /// `stats.record_collate(seconds)`, for native collation with stats on.
     record_collate: Option<Py<PyAny>>,
@@ -45,12 +45,11 @@ fn report<'py>(py: Python<'py>, record: &Option<Py<PyAny>>, args: PyResult<Bound
 impl MapJobs {
     /// What `work` runs on a pool of `items_in_parallel`: the backend's own
     /// collation and item fetching where `work` allows them.
-    pub fn new(
-        work: &MapWork<'_>,
-        native: &Arc<NativeCollate>,
-        items_in_parallel: usize,
-    ) -> PyResult<Self> {
-        let native = work.collate_is_default.then(|| Arc::clone(native));
+    pub fn new(py: Python<'_>, work: &MapWork<'_>, items_in_parallel: usize) -> PyResult<Self> {
+        let native = match &work.default_collate {
+            Some(default_collate) => Some(Arc::new(NativeCollate::new(py, default_collate)?)),
+            None => None,
+        };
         let getitem = match &work.getitem {
             Some(getitem) if items_in_parallel > 1 => Some(getitem.clone().unbind()),
             _ => None,

@@ -10,7 +10,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::attach;
-use crate::collate::NativeCollate;
 use crate::contract;
 use crate::iter_stream::IterStream;
 use crate::map_job::MapJobs;
@@ -96,7 +95,6 @@ pub struct Pool {
     workers: Workers,
     #[pyo3(get)]
     items_in_parallel: usize,
-    native: Arc<NativeCollate>,
 }
 
 impl Pool {
@@ -153,7 +151,6 @@ impl Pool {
         }
         // std refuses (panics on) a thread name with a NUL byte.
         let name = name.replace('\0', "");
-        let native = Arc::new(NativeCollate::new(py)?);
         let shared = Arc::new(PoolShared::new(num_threads));
         let thread_init = Arc::new(thread_init);
         let spawn_shared = Arc::clone(&shared);
@@ -205,7 +202,6 @@ impl Pool {
                 attach_once,
             },
             items_in_parallel,
-            native,
         };
         register_live(&shared, &pool.workers.threads);
         // Wait for every thread's thread_init, detached: they need the interpreter.
@@ -241,7 +237,7 @@ impl Pool {
         let this = slf.get();
         let work = contract::MapWork::read(work)?;
         let stream = contract::StreamSpec::read(stream)?;
-        let fns = MapJobs::new(&work, &this.native, this.items_in_parallel)?;
+        let fns = MapJobs::new(slf.py(), &work, this.items_in_parallel)?;
         let pool = slf.clone().into_any().unbind();
         MapStream::new(pool, this.workers.clone(), &work.jobs, fns, stream)
     }

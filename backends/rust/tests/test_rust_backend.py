@@ -36,7 +36,7 @@ class Items:
         return self.samples[index]
 
 
-def one_batch(samples, collate=default_collate, collate_is_default=True, stats=None):
+def one_batch(samples, collate=default_collate, native=True, stats=None, given=default_collate):
     """The batch the Rust pool builds for ``samples`` (the default collate: natively)."""
     pool = dataloader_rust.RustBackend().create_pool(_spec(1))
     try:
@@ -44,7 +44,7 @@ def one_batch(samples, collate=default_collate, collate_is_default=True, stats=N
             [BatchJob(0, list(range(len(samples))))],
             lambda indices: [samples[i] for i in indices],
             collate,
-            collate_is_default=collate_is_default,
+            default_collate=given if native else None,
             stats=stats,
         )
         return next(pool.map_batches(work, STREAM))
@@ -150,15 +150,30 @@ def test_native_path_does_not_call_numpy_stack(monkeypatch):
     assert calls == [1]
 
 
-def test_only_collate_is_default_turns_native_collation_on(monkeypatch):
+def test_only_default_collate_turns_native_collation_on(monkeypatch):
     calls = []
     real_stack = np.stack
     monkeypatch.setattr(np, "stack", lambda *a, **k: calls.append(1) or real_stack(*a, **k))
     samples = [np.ones((2, 2), np.float32) * i for i in range(4)]
     # default_collate itself, but not declared so: called as the user's function.
-    batch = one_batch(samples, collate_is_default=False)
+    batch = one_batch(samples, native=False)
     assert calls == [1]
     assert_same(batch, default_collate(samples))
+
+
+def test_what_is_not_collated_natively_goes_to_the_contracts_default_collate():
+    """The fallback is ``MapWork.default_collate`` as given: the backend imports
+    nothing of the loader (it imported ``dataloader_api.default_collate``)."""
+    calls = []
+
+    def given(batch):
+        calls.append(len(batch))
+        return default_collate(batch)
+
+    samples = [{"name": f"item{i}", "x": np.ones(2, np.int8) * i} for i in range(3)]
+    batch = one_batch(samples, given=given)
+    assert_same(batch, default_collate(samples))
+    assert calls  # the strings went to the given function
 
 
 def test_native_collation_reports_to_stats_instead_of_calling_collate():
@@ -177,7 +192,7 @@ def test_native_collation_reports_to_stats_instead_of_calling_collate():
     assert sink.collates[0] >= 0
     # Not collated natively: collate times itself, the sink hears nothing.
     sink = Sink()
-    one_batch(samples, collate=timed_default_collate, collate_is_default=False, stats=sink)
+    one_batch(samples, collate=timed_default_collate, native=False, stats=sink)
     assert (called, sink.collates) == ([1], [])
 
 
@@ -389,11 +404,13 @@ def test_hand_built_work_gets_python_errors():
     pool = dataloader_rust.RustBackend().create_pool(_spec(1, items_in_parallel=2))
     try:
         work = SimpleNamespace(
-            jobs=[], fetch=list, collate=list, collate_is_default=1, getitem=None, stats=None
+            jobs=[], fetch=list, collate=list, default_collate=1, getitem=None, stats=None
         )
-        with pytest.raises(TypeError, match=r"MapWork.collate_is_default must be a bool, got 1"):
+        with pytest.raises(
+            TypeError, match=r"MapWork.default_collate must be callable or None, got 1"
+        ):
             pool.map_batches(work, STREAM)
-        work = MapWork([], list, default_collate, collate_is_default=True, stats=object())
+        work = MapWork([], list, default_collate, default_collate=default_collate, stats=object())
         with pytest.raises(TypeError, match=r"StatsSink, .* type object without .record_collate"):
             pool.map_batches(work, STREAM)
         work = MapWork([], list, list, getitem=print, stats=SimpleNamespace())
@@ -436,7 +453,7 @@ ANYTHING = st.one_of(
     st.sampled_from([object(), len, [], [BatchJob(0, [1])], SimpleNamespace()]),
 )
 FIELDS = {
-    "map": ["jobs", "fetch", "collate", "collate_is_default", "getitem", "stats"],
+    "map": ["jobs", "fetch", "collate", "default_collate", "getitem", "stats"],
     "iter": ["open_stream", "num_streams"],
     "stream": ["window", "in_order", "timeout", "on_timeout"],
 }
