@@ -33,7 +33,15 @@ from ._torch_datapipes import epoch_seed, is_iter_datapipe
 from ._transform_hook import Transform, epoch_transform
 from ._worker_handles import worker_handles
 from ._workers import Workers, new_workers
-from .contract import BatchStream, IndexBatches, IterWork, StreamSpec, WorkerPool, process_id
+from .contract import (
+    BatchStream,
+    ForkedPoolError,
+    IndexBatches,
+    IterWork,
+    StreamSpec,
+    WorkerPool,
+    process_id,
+)
 from .integrations import install_present
 
 __all__ = ["epoch_length", "start_epoch"]
@@ -183,7 +191,7 @@ def _workers_for_epoch(
         _remember(state, workers.pool)
         state.finalizer = weakref.finalize(owner, _close_pool, workers.pool, workers.pid)
     if state.persistent.pid != process_id():
-        raise RuntimeError(
+        raise ForkedPoolError(
             "this DataLoader's persistent worker threads belong to process "
             f"{state.persistent.pid}, and a forked child has none: create the "
             "DataLoader in the process that iterates it, or use persistent_workers=False"

@@ -17,7 +17,7 @@ from ._errors import DataLoaderTimeoutError, note_thread_pitfall
 from ._plan import TrackedBatch
 from ._stats import EpochStats, StatsRecorder
 from ._workers import join_pools
-from .contract import BatchStream, WorkerPool, process_id
+from .contract import BatchStream, ForkedPoolError, WorkerPool, process_id
 
 
 class EpochSide(Protocol):
@@ -84,7 +84,7 @@ class LoaderIterator:
         if self._closed:
             raise StopIteration
         if self._pid is not None and self._pid != process_id():
-            raise RuntimeError(
+            raise ForkedPoolError(
                 f"this epoch's worker threads belong to process {self._pid}, and a forked "
                 "child has none: start a new epoch (iter(loader)) in the child"
             )

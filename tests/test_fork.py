@@ -15,6 +15,7 @@ import pytest
 
 import dataloader_api
 from dataloader_api import DataLoader, IterableDataset
+from dataloader_api.contract import ForkedPoolError, MapWork, PoolSpec, StreamSpec
 
 SHIPPED = [name for name in ("threads", "rust", "cffi") if name in dataloader_api.backends()]
 
@@ -86,7 +87,7 @@ def test_a_child_iterating_an_inherited_persistent_loader_gets_an_error(backend)
     def iterate() -> int:
         try:
             next(iter(loader))
-        except RuntimeError as error:
+        except ForkedPoolError as error:
             return 0 if "forked child" in str(error) else 2
         return 3
 
@@ -170,7 +171,7 @@ def test_a_child_gets_an_error_from_an_inherited_epoch_not_a_hang(backend, itera
     def go_on() -> int:
         try:
             next(epoch)
-        except RuntimeError as error:
+        except ForkedPoolError as error:
             if "forked child" not in str(error):
                 return 2
         else:
@@ -195,4 +196,26 @@ def test_a_child_exit_leaves_the_parents_threads_backend_pools_alone():
 
     code, _ = in_child(exit_hook_pools)
     loader.close()
+    assert code == 0
+
+
+@pytest.mark.parametrize("backend", [b for b in ("rust", "cffi") if b in SHIPPED])
+def test_a_backend_raises_the_contracts_fork_error_for_an_inherited_pool(backend):
+    """The backends that check for an inherited pool themselves raise the
+    contract's type, as the loader does (rust and cffi raised a bare RuntimeError)."""
+    pool = dataloader_api.resolve_backend(backend).create_pool(PoolSpec(1, lambda i: None))
+
+    def use() -> int:
+        try:
+            pool.map_batches(MapWork([], list, list), StreamSpec(1))
+        except ForkedPoolError as error:
+            return 0 if "forked child" in str(error) else 2
+        except BaseException:
+            return 3
+        return 4
+
+    try:
+        code, _ = in_child(use)
+    finally:
+        pool.close()
     assert code == 0

@@ -94,9 +94,11 @@ Attach once
 Fork
     A process forked from the one that made a pool has none of its threads.
     The loader never calls a pool, stream or event loop there: the child's next
-    batch of an inherited epoch raises ``RuntimeError``, and closing it does not
-    reach the backend. A backend that frees its objects on its own (``__del__``,
-    ``Drop``) must not wait for the parent's threads when that runs in a child;
+    batch of an inherited epoch raises :class:`ForkedPoolError` (a
+    ``RuntimeError``), and closing it does not reach the backend. A backend
+    that checks for an inherited pool itself raises the same type. A backend
+    that frees its objects on its own (``__del__``, ``Drop``) must not wait
+    for the parent's threads when that runs in a child;
     :func:`process_id` tells which process it is in, without a system call.
 """
 
@@ -104,6 +106,7 @@ from ._index_batches import PIECE, IndexBatches
 from ._process import (
     MIN_STACK_SIZE,
     UNLIMITED_STACK_SIZE,
+    ForkedPoolError,
     PoolClosedError,
     process_id,
     python_thread_stack_size,
@@ -127,6 +130,7 @@ __all__ = [
     "Backend",
     "BatchJob",
     "BatchStream",
+    "ForkedPoolError",
     "HasPoolSettings",
     "ImageWork",
     "IndexBatches",

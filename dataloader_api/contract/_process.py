@@ -9,6 +9,7 @@ import threading
 __all__ = [
     "MIN_STACK_SIZE",
     "UNLIMITED_STACK_SIZE",
+    "ForkedPoolError",
     "PoolClosedError",
     "process_id",
     "python_thread_stack_size",
@@ -28,6 +29,12 @@ if hasattr(os, "register_at_fork"):
 
 class PoolClosedError(RuntimeError):
     """Every backend's error for a stream started or read after its pool closed."""
+
+
+class ForkedPoolError(RuntimeError):
+    """A pool, stream or epoch used in a process forked from the one that made it:
+    the child has none of its threads, so it raises this instead of waiting for
+    ever (the loader's own check and a backend's, alike)."""
 
 
 def process_id() -> int:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from dataloader_api.contract import (
     BatchJob,
+    ForkedPoolError,
     IterWork,
     MapWork,
     PoolSpec,
@@ -134,7 +135,7 @@ class CffiPool:
     def check_process(self) -> None:
         """Raise if this pool came through ``fork()``: using it would wait forever."""
         if self._inherited():
-            raise RuntimeError(
+            raise ForkedPoolError(
                 f"this worker pool's threads belong to process {self._pid}, and a forked "
                 "child has none: create the DataLoader in the process that iterates it, or "
                 "use persistent_workers=False so that each epoch starts its own threads"

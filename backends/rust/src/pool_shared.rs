@@ -58,8 +58,10 @@ pub fn panic_error(panic: &(dyn std::any::Any + Send)) -> PyErr {
     ))
 }
 
-// The contract's exception for a closed pool, as the Python backends raise it.
+// The contract's exceptions for a closed pool and an inherited one, as the
+// Python backends raise them.
 pyo3::import_exception!(dataloader_api.contract, PoolClosedError);
+pyo3::import_exception!(dataloader_api.contract, ForkedPoolError);
 
 /// What a consumer gets when the pool, not its own stream, was closed under it.
 pub fn pool_closed_error() -> PyErr {
@@ -130,7 +132,7 @@ impl PoolShared {
         if !self.inherited() {
             return Ok(());
         }
-        Err(PyRuntimeError::new_err(format!(
+        Err(ForkedPoolError::new_err(format!(
             "this worker pool's threads belong to process {}, and a forked child has none: \
              create the DataLoader in the process that iterates it, or use \
              persistent_workers=False so that each epoch starts its own threads",
