@@ -3,7 +3,8 @@
 A backend with its own threads (C through cffi, say) implements the small
 ``TaskRunner`` protocol (``submit``, ``track``, ``closed``) and gets the
 contract's window, ordering, errors, timeouts and iterable streams from
-``MapStream`` and ``IterableStream``; ``ThreadPool`` is a complete pool on
+``MapStream`` (in the kit's ``PythonWindow`` or a ``BatchWindow`` of its own)
+and ``IterableStream``; ``ThreadPool`` is a complete pool on
 Python threads. The exit registry and the attach-mode
 switch are the shutdown and benchmark machinery every backend needs.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from ._attach import ATTACH_MODES, attach_once
 from ._epoch_state import (
+    Closable,
     EpochState,
     JobResults,
     PoolClosedError,
@@ -30,17 +32,20 @@ from ._exit import (
     wait_out_interpreter_exit,
 )
 from ._iter_stream import IterableStream
-from ._map_stream import MapStream
+from ._map_stream import BatchWindow, MapStream, PythonWindow
 from ._thread_pool import ThreadPool
 
 __all__ = [
     "ATTACH_MODES",
     "EXIT_TIMEOUT_VARIABLE",
+    "BatchWindow",
+    "Closable",
     "EpochState",
     "IterableStream",
     "JobResults",
     "MapStream",
     "PoolClosedError",
+    "PythonWindow",
     "TaskRunner",
     "ThreadPool",
     "Waiter",

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ..contract import BatchJob, PoolClosedError
 from ._exit import wait_out_interpreter_exit
 
-__all__ = ["JobResults", "PoolClosedError", "TaskRunner", "run_job"]
+__all__ = ["Closable", "JobResults", "PoolClosedError", "TaskRunner", "run_job"]
 
 
 class JobResults(Protocol):
@@ -44,6 +44,12 @@ def run_job(
     del outcome
 
 
+class Closable(Protocol):
+    """An epoch a pool closes with itself (a stream's window or state)."""
+
+    def close(self) -> None: ...
+
+
 class TaskRunner(Protocol):
     """What ``MapStream`` and ``IterableStream`` need from a pool: any pool whose
     threads run Python callables (Python threads, C threads through cffi, ...)."""
@@ -51,7 +57,7 @@ class TaskRunner(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def track(self, epoch: EpochState) -> None:
+    def track(self, epoch: Closable) -> None:
         """Close ``epoch`` when the pool closes; raise ``PoolClosedError`` if it is closed."""
         ...
 

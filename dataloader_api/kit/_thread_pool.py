@@ -15,7 +15,7 @@ from queue import Empty, SimpleQueue
 from typing import Any
 
 from ..contract import IterWork, MapWork, PoolSpec, StreamSpec
-from ._epoch_state import EpochState, PoolClosedError
+from ._epoch_state import Closable, PoolClosedError
 from ._exit import pool_closed, register_pool
 from ._iter_stream import IterableStream
 from ._map_stream import MapStream
@@ -37,7 +37,7 @@ class _PoolCore:
         self.tasks: SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = SimpleQueue()
         self.closed = False
         # Epochs still running, so closing the pool wakes their waiting tasks.
-        self.epochs: weakref.WeakSet[EpochState] = weakref.WeakSet()
+        self.epochs: weakref.WeakSet[Closable] = weakref.WeakSet()
 
 
 def _worker_main(
@@ -115,7 +115,7 @@ class ThreadPool:
     def closed(self) -> bool:
         return self._core.closed
 
-    def track(self, epoch: EpochState) -> None:
+    def track(self, epoch: Closable) -> None:
         if self._core.closed:
             raise PoolClosedError("this worker pool is closed")
         self._core.epochs.add(epoch)

@@ -2,8 +2,9 @@
 
 Each C thread takes one Python thread state when it starts and keeps it,
 detached between tasks; every callback into Python re-activates that state.
-Map-style epochs keep their window in a C ring of batch slots; iterable
-epochs run the kit's ``IterableStream`` on the C threads.
+Map-style epochs run the kit's ``MapStream`` with their window in a C ring of
+batch slots (``RingWindow``); iterable epochs run the kit's ``IterableStream``
+on the C threads.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from dataloader_api.contract import (
-    BatchJob,
     ForkedPoolError,
     IterWork,
     MapWork,
@@ -25,18 +25,18 @@ from dataloader_api.contract import (
 )
 from dataloader_api.kit import (
     IterableStream,
+    MapStream,
     PoolClosedError,
     attach_once,
     on_exit,
     pool_closed,
     register_pool,
-    run_job,
     wait_out_interpreter_exit,
 )
 
 from ._engine import ffi, lib
 
-__all__ = ["CffiBackend", "CffiPool", "MapStream"]
+__all__ = ["CffiBackend", "CffiPool", "RingWindow"]
 
 # The consumer's wait slice, and join()'s: signals are handled between slices.
 WAIT_SLICE_MS = 20
@@ -160,7 +160,7 @@ class CffiPool:
             raise PoolClosedError("the worker pool was closed while this epoch was running")
 
     def map_batches(self, work: MapWork, stream: StreamSpec) -> MapStream:
-        return MapStream(self, work, stream)
+        return MapStream(self, work, stream, RingWindow(self, stream))
 
     def stream_batches(self, work: IterWork, stream: StreamSpec) -> IterableStream:
         return IterableStream(self, work, stream)
@@ -206,106 +206,73 @@ class CffiPool:
         lib.dl_pool_release(pool)  # freed in C once its threads have left
 
 
-class _MapState:
-    """What the consumer and the tasks of one map-style epoch share."""
+class RingWindow:
+    """The kit's ``BatchWindow`` as a C ring of batch slots: the consumer's wait runs
+    in C without the GIL, in slices between which signals are raised."""
 
-    def __init__(self, ring: Any) -> None:
-        self.ring = ring
-        self.lock = threading.Lock()
-        self.results: dict[int, tuple[bool, Any]] = {}
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-        lib.dl_ring_close(self.ring)
-        with self.lock:
-            self.results.clear()
-
-    def store(self, position: int, outcome: tuple[bool, Any]) -> None:
-        with self.lock:
-            if not self.closed:
-                self.results[position] = outcome
-        lib.dl_ring_finish(self.ring, position)
-
-
-class MapStream:
-    """The batches of one map-style epoch, windowed by a C ring."""
-
-    def __init__(self, pool: CffiPool, work: MapWork, stream: StreamSpec) -> None:
+    def __init__(self, pool: CffiPool, stream: StreamSpec) -> None:
         ring = lib.dl_ring_new(stream.window, int(stream.in_order))
         if ring == ffi.NULL:
             raise MemoryError("dataloader_cffi: out of memory for the batch window")
-        self._state = _MapState(ffi.gc(ring, lib.dl_ring_release))
-        pool.track(self._state)
+        self.ring = ffi.gc(ring, lib.dl_ring_release)
         self._pool = pool
-        self._jobs: Iterator[BatchJob] | None = iter(work.jobs)
-        self._fetch, self._collate = work.fetch, work.collate
-        self._timeout = stream.timeout
-        self._on_timeout = stream.on_timeout
+        self._lock = threading.Lock()
+        self._results: dict[int, tuple[bool, Any]] = {}
         self._position = ffi.new("long *")
+        self.closed = False
 
-    def __iter__(self) -> MapStream:
-        return self
+    def has_room(self) -> bool:
+        return bool(lib.dl_ring_has_room(self.ring))
 
-    def _top_up(self) -> None:
-        ring = self._state.ring
-        while self._jobs is not None and lib.dl_ring_has_room(ring):
-            job = next(self._jobs, None)
-            if job is None:
-                self._jobs = None
-                return
-            lib.dl_ring_start(ring)
-            self._pool.submit(run_job, self._state, job, self._fetch, self._collate)
+    def start(self) -> None:
+        lib.dl_ring_start(self.ring)
 
-    def __next__(self) -> Any:
+    def store(self, position: int, outcome: tuple[bool, Any]) -> None:
+        with self._lock:
+            if not self.closed:
+                self._results[position] = outcome
+        lib.dl_ring_finish(self.ring, position)
+
+    def idle(self) -> bool:
+        return bool(lib.dl_ring_idle(self.ring))
+
+    def take(self, timeout: float | None) -> tuple[int, tuple[bool, Any]] | None:
         self._pool.check_process()
-        state = self._state
-        if state.closed:
-            raise StopIteration
-        self._top_up()
-        if self._jobs is None and lib.dl_ring_idle(state.ring):
-            self.close()
-            raise StopIteration
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait_ms = WAIT_SLICE_MS
             if deadline is not None:
                 wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000) + 1))
-            # The C wait runs without the GIL; between slices, signals are raised here.
-            got = lib.dl_ring_wait(state.ring, wait_ms, self._position)
+            got = lib.dl_ring_wait(self.ring, wait_ms, self._position)
             if got == 1:
                 break
-            if got < 0 or state.closed:
+            if got < 0 or self.closed:
                 self._closed_under_us()
             if deadline is not None and time.monotonic() >= deadline:
-                position = lib.dl_ring_waiting_for(state.ring)
-                self.close()
-                raise self._on_timeout(position)
-        with state.lock:
-            outcome = state.results.pop(self._position[0], None)
+                return None
+        position = self._position[0]
+        with self._lock:
+            outcome = self._results.pop(position, None)
         if outcome is None:  # closed (its results cleared) since the batch was ready
             self._closed_under_us()
-        ok, value = outcome
-        del outcome  # it holds the error too: see the del below
-        self._top_up()
-        if ok:
-            return value
-        try:
-            raise value
-        finally:
-            del value  # else error -> traceback -> this frame -> error: a cycle
+        return position, outcome
 
     def _closed_under_us(self) -> NoReturn:
-        """The epoch was closed while the consumer waited: by its pool's close (at
-        interpreter exit, a consumer on another thread parks) or its own."""
+        """Closed while the consumer waited: by its pool's close (at interpreter
+        exit, a consumer on another thread parks) or its own."""
         if self._pool.closed:
             wait_out_interpreter_exit()
             raise PoolClosedError("the worker pool was closed while this epoch was running")
         raise StopIteration
 
+    def waiting_for(self) -> int:
+        return int(lib.dl_ring_waiting_for(self.ring))
+
     def close(self) -> None:
-        self._jobs = None
-        self._state.close()
+        self.closed = True
+        lib.dl_ring_close(self.ring)
+        with self._lock:
+            self._results.clear()
 
 
 class CffiBackend:
