@@ -283,10 +283,6 @@ class AsyncEpoch:
         """On a worker thread: wait for a batch ``start`` began as its job was taken."""
         return started.result()
 
-    def fetch_now(self, indices: Any) -> Any:
-        """Calling-thread epochs: start one batch and wait for it."""
-        return self.start(indices).result()
-
     def close(self) -> None:
         with self._lock:
             running = list(self._running)

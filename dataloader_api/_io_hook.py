@@ -19,7 +19,7 @@ NATIVE_IO_VARIABLE = "DATALOADER_NATIVE_IO"
 
 
 def native_epoch(options: LoaderOptions) -> Any:
-    """The epoch's ``io._native.NativeEpoch`` (``jobs``, ``fetch``, ``fetch_now``,
+    """The epoch's ``io._native.NativeEpoch`` (``start``, ``fetch``, ``fetch_now``,
     ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
     dataset = options.sampling.dataset
     native = getattr(dataset, "native_epoch", None)
