@@ -211,8 +211,8 @@ class CenterCrop(Op):
 @dataclass(frozen=True)
 class Resize(Op):
     """To ``size``: an int sets the shorter side (aspect kept, the longer side
-    truncated, as torchvision), a pair sets (height, width). Filters are
-    Pillow's, antialiased when downscaling, width first then height; each
+    truncated, as torchvision), a pair sets (height, width). Filters, passes
+    and their order are Pillow 13's (antialiased when downscaling); each
     channel is resized on its own (alpha is not premultiplied)."""
 
     size: Sequence[int] | int

@@ -125,17 +125,31 @@ def resized_size(size: Sequence[int] | int, height: int, width: int) -> tuple[in
 
 
 def _resample(image: Any, height: int, width: int, interpolation: str) -> Any:
-    """Pillow's filter and arithmetic, one axis at a time: width, then height.
+    """Pillow's filter and arithmetic, one axis at a time, in Pillow 13's order.
 
-    Pillow's own ``resize`` picks the order of its two passes itself, which
-    moves results by one step in some size combinations; a fixed order keeps
-    the reference a definition that native code can equal bit for bit.
+    Each pass rounds to the image's type, so the order moves results
+    (bicubic and lanczos overshoot and clip in between). Pillow 13 runs the
+    vertical pass first when the height shrinks by more than twice what the
+    width does; earlier Pillow always ran the horizontal pass first. Writing
+    the rule here keeps the reference one definition on every Pillow.
     """
+    if _vertical_first(image.shape[0], image.shape[1], height, width):
+        if image.shape[0] != height:
+            image = _resample_once(image, height, image.shape[1], interpolation)
+        if image.shape[1] != width:
+            image = _resample_once(image, height, width, interpolation)
+        return image
     if image.shape[1] != width:
         image = _resample_once(image, image.shape[0], width, interpolation)
     if image.shape[0] != height:
         image = _resample_once(image, height, width, interpolation)
     return image
+
+
+def _vertical_first(height: int, width: int, out_h: int, out_w: int) -> bool:
+    """Pillow 13's pass order (``ImagingResampleInner``): the vertical pass
+    first when the height shrinks by more than twice the width's shrink."""
+    return height - out_h > 0 and height - out_h > (width - out_w) * 2
 
 
 def _resample_once(image: Any, height: int, width: int, interpolation: str) -> Any:

@@ -1,7 +1,7 @@
 //! Pillow's resampling (`libImaging/Resample.c` and, for nearest,
 //! `ImagingScaleAffine`), ported step for step so that the pixels are equal:
-//! coefficients in `f64`, 8-bit passes in 22-bit fixed point, the horizontal
-//! pass first over the rows the vertical pass will read.
+//! coefficients in `f64`, 8-bit passes in 22-bit fixed point, the two passes
+//! in Pillow 13's order.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Filter {
@@ -169,7 +169,7 @@ impl Sample for f32 {
 }
 
 /// Resize an HWC image of `channels` to `out_h` × `out_w`, as Pillow's
-/// `Image.resize(size, filter, reducing_gap=None)` does each band, width first.
+/// `Image.resize(size, filter, reducing_gap=None)` does each band.
 pub fn resize<T: Sample>(
     src: &[T],
     height: usize,
@@ -186,6 +186,16 @@ pub fn resize<T: Sample>(
         return nearest(src, height, width, channels, out_h, out_w);
     }
     let mut image = None;
+    if vertical_first(height, width, out_h, out_w) {
+        if out_h != height {
+            image = Some(vertical(src, height, width * channels, out_h, filter));
+        }
+        if out_w != width {
+            let source: &[T] = image.as_deref().unwrap_or(src);
+            image = Some(horizontal(source, out_h, width, channels, out_w, filter));
+        }
+        return image.unwrap_or_else(|| src.to_vec());
+    }
     if out_w != width {
         image = Some(horizontal(src, height, width, channels, out_w, filter));
     }
@@ -194,6 +204,14 @@ pub fn resize<T: Sample>(
         image = Some(vertical(source, height, out_w * channels, out_h, filter));
     }
     image.unwrap_or_else(|| src.to_vec())
+}
+
+/// Pillow 13's pass order (`ImagingResampleInner`): the vertical pass first
+/// when the height shrinks by more than twice the width's shrink. Each pass
+/// rounds, so the order moves bicubic and lanczos results.
+fn vertical_first(height: usize, width: usize, out_h: usize, out_w: usize) -> bool {
+    let shrink_h = height as i64 - out_h as i64;
+    shrink_h > 0 && shrink_h > (width as i64 - out_w as i64) * 2
 }
 
 fn horizontal<T: Sample>(
