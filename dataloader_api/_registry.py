@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
-from .contract import CAPABILITIES, Backend
+from .contract import CAPABILITIES, Backend, Describes
 
 if TYPE_CHECKING:  # importlib.metadata costs ~30 ms: imported at the first scan
     from importlib.metadata import EntryPoint
@@ -32,12 +32,38 @@ def _entry_points(rescan: bool = False) -> dict[str, EntryPoint]:
     return _scanned
 
 
-def backends() -> list[str]:
+@overload
+def backends(details: Literal[False] = False) -> list[str]: ...
+@overload
+def backends(details: Literal[True]) -> dict[str, dict[str, str]]: ...
+
+
+def backends(details: bool = False) -> list[str] | dict[str, dict[str, str]]:
     """Names of the installed backends in preference order (``rust``, ``cffi``,
-    ``threads``, then the others by name): the first is the default."""
+    ``threads``, then the others by name): the first is the default.
+
+    ``details=True``: each name maps to what its build reports
+    (``contract.Describes``: a native part built without its fast path, say),
+    or ``{"error": ...}`` when it cannot be loaded; this loads every backend.
+    """
+    if not isinstance(details, bool):
+        raise TypeError(f"backends: details should be a bool, but got details={details!r}")
     names = set(_entry_points(rescan=True))
     ranked = [name for name in PREFERENCE if name in names]
-    return ranked + sorted(names - set(PREFERENCE))
+    ranked += sorted(names - set(PREFERENCE))
+    if not details:
+        return ranked
+    return {name: _described(name) for name in ranked}
+
+
+def _described(name: str) -> dict[str, str]:
+    try:
+        backend = resolve_backend(name)
+    except Exception as error:  # a broken install is a detail, not a failure here
+        return {"error": f"{type(error).__name__}: {error}"}
+    if isinstance(backend, Describes):
+        return {str(topic): str(text) for topic, text in backend.describe().items()}
+    return {}
 
 
 def resolve_backend(name: str | None = None) -> Backend:

@@ -38,6 +38,9 @@ for name in expected:
     items = sorted(i for batch in loader for i in batch.tolist())
     assert items == list(range(64)), (name, items)
     print(f"{name}: an epoch of 8 batches from", dataloader_api.__file__.rsplit("/", 2)[0])
+# The wheels are how users get the backend: never the 2x slower JPEG decoding.
+jpeg = dataloader_api.backends(details=True)["rust"]["jpeg_decoding"]
+assert jpeg == "libjpeg-turbo with its SIMD kernels", jpeg
 """
 
 

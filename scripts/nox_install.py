@@ -62,10 +62,10 @@ _NOT_SOURCE = {"target", "build", "__pycache__", ".pytest_cache"}
 
 
 def rust_build_env(session: nox.Session) -> dict[str, str]:
-    """What pip's build of the rust backend gets: NASM on PATH and the ``simd``
-    feature (libjpeg-turbo's SIMD kernels) when NASM is found or can be unpacked
-    from the machine's Debian mirror (scripts/provision-nasm.sh); else nothing,
-    and JPEG decoding runs libjpeg-turbo's plain C code (same pixels, slower)."""
+    """What pip's build of the rust backend gets: NASM on PATH, for libjpeg-turbo's
+    SIMD kernels (the crate's default ``simd`` feature), when NASM is found or can
+    be unpacked from the machine's Debian mirror (scripts/provision-nasm.sh);
+    else nothing, and the build warns that JPEG decoding runs in plain C."""
     if not _NASM:
         try:
             found = session.run("bash", str(NASM), external=True, silent=True)
@@ -75,10 +75,7 @@ def rust_build_env(session: nox.Session) -> dict[str, str]:
             _NASM.append("")
     if not _NASM[0]:
         return {}
-    return {
-        "PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}",
-        "MATURIN_PEP517_ARGS": "--features simd",
-    }
+    return {"PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 def install_project(session: nox.Session, *extra: str) -> None:

@@ -64,6 +64,50 @@ def test_an_entry_point_that_is_not_a_backend_is_rejected(monkeypatch):
         resolve_backend("fake")
 
 
+def test_details_say_what_each_build_is(monkeypatch):
+    details = backends(details=True)
+    assert list(details) == backends()
+    assert details["threads"] == {}  # no contract.Describes: nothing to say
+    if "rust" in details:
+        from dataloader_rust import _native
+
+        jpeg = details["rust"]["jpeg_decoding"]
+        assert ("with its SIMD kernels" in jpeg) == _native.JPEG_SIMD, jpeg
+        assert _native.JPEG_SIMD or "NASM" in jpeg
+    broken = importlib.metadata.EntryPoint("fake", "builtins:dict", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {"fake": broken})
+    assert backends(details=True)["fake"]["error"].startswith("TypeError: backend 'fake'")
+    with pytest.raises(
+        TypeError, match=r"backends: details should be a bool, but got details='yes'"
+    ):
+        backends(details="yes")  # type: ignore[call-overload]
+
+
+@pytest.mark.skipif("rust" not in backends(), reason="the rust backend is not installed")
+def test_rust_built_without_nasm_warns_once_when_it_first_decodes():
+    """A source build without NASM decodes JPEG about 2x slower: pip hides the
+    build's warning, so the first decode warns (and a SIMD build never does)."""
+    script = """
+import io, warnings
+import numpy as np
+from PIL import Image
+from dataloader_api import DataLoader, transforms as T
+from dataloader_rust import _native
+buffer = io.BytesIO()
+Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(buffer, "JPEG")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        list(DataLoader([buffer.getvalue()] * 4, batch_size=2, num_workers=2, backend="rust",
+                        transform=T.Compose([T.Decode()]), collate_fn=list))
+nasm = [w for w in caught if "built without NASM" in str(w.message)]
+assert len(nasm) == (0 if _native.JPEG_SIMD else 1), [str(w.message) for w in caught]
+assert all(w.category is RuntimeWarning for w in nasm)
+"""
+    pytest.importorskip("PIL.Image")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
 def test_public_api_is_exported():
     for name in dataloader_api.__all__:
         assert hasattr(dataloader_api, name), name

@@ -3,7 +3,7 @@ its optional capabilities, and the ``StatsSink`` it reports to."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -13,6 +13,7 @@ __all__ = [
     "CAPABILITIES",
     "Backend",
     "BatchStream",
+    "Describes",
     "HasPoolSettings",
     "ReadsNatively",
     "StatsSink",
@@ -127,7 +128,19 @@ class HasPoolSettings(Protocol):
 
 
 #: The optional capabilities, by the name ``backends()`` reports them under.
+@runtime_checkable
+class Describes(Protocol):
+    """Optional: ``describe()`` returns what a user should know about this
+    build of the backend, as short strings by topic (``{"jpeg_decoding": ...}``);
+    ``dataloader_api.backends(details=True)`` shows it. A build that is slower
+    than it should be (a native part compiled without its fast path) says so
+    here, with the fix."""
+
+    def describe(self) -> Mapping[str, str]: ...
+
+
 CAPABILITIES: dict[str, type] = {
+    "describe": Describes,
     "open_reader": ReadsNatively,
     "pool_settings": HasPoolSettings,
 }

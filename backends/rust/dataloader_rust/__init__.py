@@ -12,7 +12,15 @@ from typing import Any
 from dataloader_api.contract import PoolSpec
 from dataloader_api.kit import attach_once, on_exit_wait
 
-from ._native import IterStream, MapStream, NativeReader, Pool, drain_at_exit
+from ._native import (
+    JPEG_SIMD,
+    WITHOUT_SIMD,
+    IterStream,
+    MapStream,
+    NativeReader,
+    Pool,
+    drain_at_exit,
+)
 
 __all__ = ["IterStream", "MapStream", "NativeReader", "Pool", "RustBackend"]
 
@@ -43,3 +51,10 @@ class RustBackend:
     def open_reader(self, spec: dict[str, Any], concurrency: int | None) -> NativeReader:
         """The reads of a ``dataloader_api.io`` dataset, natively (crate dataloader-netio)."""
         return NativeReader(spec, concurrency)
+
+    def describe(self) -> dict[str, str]:
+        """What this build is (``contract.Describes``): whether libjpeg-turbo got
+        its SIMD kernels, which needs NASM when the backend is compiled."""
+        if JPEG_SIMD:
+            return {"jpeg_decoding": "libjpeg-turbo with its SIMD kernels"}
+        return {"jpeg_decoding": f"libjpeg-turbo in plain C: {WITHOUT_SIMD}"}

@@ -36,6 +36,9 @@ class PixelBuffer:
 
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+JPEG_SIMD: bool
+WITHOUT_SIMD: str
+
 def run_pipeline(record: dict[str, Any], epoch_seed: int, index: Any, image: Any) -> Any | None: ...
 
 class NativeReader:

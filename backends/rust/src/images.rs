@@ -11,6 +11,7 @@ use dataloader_imaging::resample::Filter;
 use dataloader_imaging::{Image, Op, Pipeline, Pixels};
 
 use crate::attach;
+use crate::jpeg_build;
 use crate::pixel_buffer::PixelBuffer;
 
 fn bad(record: &Bound<'_, PyAny>, why: &str) -> PyErr {
@@ -267,8 +268,12 @@ impl ImageJobs {
         let py = images.py();
         let record = images.getattr("pipeline")?;
         let pipeline = parse(&record)?;
+        let encoded = matches!(pipeline.ops.first(), Some(Op::Decode { .. }));
+        if encoded {
+            jpeg_build::warn_without_simd(py)?;
+        }
         Ok(ImageJobs {
-            encoded: matches!(pipeline.ops.first(), Some(Op::Decode { .. })),
+            encoded,
             pipeline,
             fetch: images.getattr("fetch")?.unbind(),
             epoch_seed: images.getattr("epoch_seed")?.extract::<u64>()?,

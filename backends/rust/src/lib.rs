@@ -8,6 +8,7 @@ mod contract;
 mod images;
 mod index_plan;
 mod iter_stream;
+mod jpeg_build;
 mod map_job;
 mod map_stream;
 mod netio;
@@ -28,6 +29,8 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(pool_shared::drain_at_exit, module)?)?;
     module.add_class::<pixel_buffer::PixelBuffer>()?;
     module.add_function(wrap_pyfunction!(images::run_pipeline, module)?)?;
+    module.add("JPEG_SIMD", dataloader_imaging::JPEG_SIMD)?;
+    module.add("WITHOUT_SIMD", jpeg_build::WITHOUT_SIMD)?;
     module.add_class::<netio::NativeReader>()?;
     module.add_class::<netio::ReadCancel>()?;
     module.add_class::<netio::PendingRead>()?;

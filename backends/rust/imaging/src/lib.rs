@@ -67,3 +67,7 @@ impl Image {
         }
     }
 }
+
+/// Whether libjpeg-turbo was built with its SIMD kernels (NASM at build time):
+/// the same pixels either way, about 2x faster decoding with them.
+pub const JPEG_SIMD: bool = cfg!(jpeg_simd);
