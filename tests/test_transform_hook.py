@@ -214,3 +214,21 @@ def test_resize_equals_pillows_resize_with_every_filter(backend, interpolation):
         got = batch[0]
         expected = np.asarray(Image.fromarray(image).resize((out_w, out_h), resample))
         np.testing.assert_array_equal(got, expected, err_msg=f"{image.shape} -> {expected.shape}")
+
+
+@pytest.mark.parametrize(
+    "image, op",
+    [
+        (np.zeros((6, 0, 3), np.uint8), T.Resize(4)),
+        (np.zeros((0, 6, 3), np.uint8), T.Resize((3, 3))),
+        (np.zeros((0, 6, 3), np.uint8), T.RandomResizedCrop(4)),
+    ],
+    ids=["resize-int-no-width", "resize-pair-no-height", "random-resized-crop"],
+)
+def test_resizing_an_empty_image_names_the_item_on_every_backend(image, op):
+    """It raised a bare ZeroDivisionError (or Pillow's error) without the item."""
+    pipeline = T.Compose([op])
+    for backend in BACKENDS:
+        error, message = _outcome([image, image], pipeline, backend)
+        assert error is T.TransformError, (backend, error, message)
+        assert message.startswith("transform of item 0: ") and "empty image" in message

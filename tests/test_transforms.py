@@ -321,3 +321,12 @@ def test_image_collate_makes_one_contiguous_batch_and_collates_the_rest():
         T.ImageCollate()([photo(), b"jpeg"])
     with pytest.raises(TypeError, match=r"on=1\.0"):
         T.ImageCollate(on=1.0)
+
+
+def test_a_16_bit_png_is_refused_with_the_way_around_it():
+    gray16 = (np.arange(12 * 9, dtype=np.uint16).reshape(12, 9) * 600).astype(np.uint16)
+    buffer = io.BytesIO()
+    Image.fromarray(gray16).save(buffer, "PNG")
+    assert Image.open(io.BytesIO(buffer.getvalue())).mode == "I;16"
+    with pytest.raises(T.ImageDecodeError, match=r"item 4: .*mode 'I;16' .*without Decode"):
+        T.Compose([T.Decode()])(buffer.getvalue(), index=4)

@@ -90,7 +90,11 @@ def decode(op: Decode, data: bytes | bytearray | memoryview, index: Any) -> Any:
             target = _MODES.get(mode)
             if target is None:
                 raise ImageDecodeError(
-                    index, f"{kind} images of Pillow mode {image.mode!r} are not supported"
+                    index,
+                    f"{kind} images of Pillow mode {image.mode!r} are not supported: Decode "
+                    "gives 8-bit images; open such files yourself (np.asarray(PIL.Image.open("
+                    "...))), scale them to uint8 or float32, and pass the arrays to a Compose "
+                    "without Decode",
                 )
             image.load()
             pixels = np.array(image if image.mode == target else image.convert(target))

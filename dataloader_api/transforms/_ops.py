@@ -141,8 +141,11 @@ class Op:
 class Decode(Op):
     """Encoded JPEG, PNG or WebP bytes (format sniffed) to a ``uint8`` HWC image with
     the file's channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA; palette and CMYK
-    images become RGB or RGBA). ``max_pixels`` refuses larger images before
-    their pixels are decoded; it replaces Pillow's ``Image.MAX_IMAGE_PIXELS``."""
+    images become RGB or RGBA). 16-bit and 32-bit images (Pillow modes ``I;16``,
+    ``I``, ``F``: 16-bit gray PNGs, say) are refused with ``ImageDecodeError``:
+    decode those yourself and start the pipeline after ``Decode``.
+    ``max_pixels`` refuses larger images before their pixels are decoded; it
+    replaces Pillow's ``Image.MAX_IMAGE_PIXELS``."""
 
     max_pixels: int = DEFAULT_MAX_PIXELS
     name: ClassVar[str] = "decode"

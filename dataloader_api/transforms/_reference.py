@@ -172,8 +172,16 @@ def _resample_once(image: Any, height: int, width: int, interpolation: str) -> A
     return np.stack(bands, axis=2)
 
 
+def _resample_from(op: Op, image: Any, index: Any) -> tuple[int, int]:
+    """The image's (height, width), which a resize needs to be at least 1x1."""
+    height, width = image.shape[:2]
+    if height == 0 or width == 0:
+        raise TransformError(index, f"{op!r} cannot resize an empty image ({height}x{width})")
+    return height, width
+
+
 def _resize(op: Resize, image: Any, random: Any, index: Any) -> Any:
-    height, width = resized_size(op.size, *image.shape[:2])
+    height, width = resized_size(op.size, *_resample_from(op, image, index))
     return _resample(image, height, width, op.interpolation)
 
 
@@ -199,7 +207,7 @@ def crop_box(op: RandomResizedCrop, random: ItemRandom, height: int, width: int)
 
 
 def _random_resized_crop(op: RandomResizedCrop, image: Any, random: Any, index: Any) -> Any:
-    top, left, h, w = crop_box(op, random, *image.shape[:2])
+    top, left, h, w = crop_box(op, random, *_resample_from(op, image, index))
     out_h, out_w = op.size  # type: ignore[misc]
     return _resample(image[top : top + h, left : left + w], out_h, out_w, op.interpolation)
 
