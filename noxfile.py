@@ -302,6 +302,7 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_torch_file_cases.py",
         "tests/test_integrations.py",
         "tests/test_torch_images.py",
+        "tests/test_torchvision_ops.py",
         "tests/test_torch_exit.py",
         "tests/test_distributed.py",
         "tests/test_frameworks.py",

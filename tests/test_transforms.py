@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dataloader_api import transforms as T
-from dataloader_api.transforms._reference import crop_box, resized_size
+from dataloader_api.transforms._reference import crop_box, random_crop_box, resized_size
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
 from PIL import features  # noqa: E402
@@ -330,3 +330,45 @@ def test_a_16_bit_png_is_refused_with_the_way_around_it():
     assert Image.open(io.BytesIO(buffer.getvalue())).mode == "I;16"
     with pytest.raises(T.ImageDecodeError, match=r"item 4: .*mode 'I;16' .*without Decode"):
         T.Compose([T.Decode()])(buffer.getvalue(), index=4)
+
+
+# --- RandomCrop: torchvision's, with the item's random numbers ------------------
+
+
+def test_random_crop_takes_torchvisions_padding_forms_and_refuses_the_rest():
+    assert T.RandomCrop(32, padding=4).padding == (4, 4, 4, 4)
+    assert T.RandomCrop(32, padding=(1, 2)).padding == (1, 2, 1, 2)  # left/right, top/bottom
+    assert T.RandomCrop((3, 5), padding=[1, 2, 3, 4]).padding == (1, 2, 3, 4)
+    assert T.RandomCrop(8).padding == (0, 0, 0, 0) and T.RandomCrop(8).size == (8, 8)
+    assert T.op_from_dict(T.RandomCrop(8, 2, True, 7, "reflect").to_dict()) == T.RandomCrop(
+        8, 2, True, 7, "reflect"
+    )
+    with pytest.raises(ValueError, match=r"RandomCrop: padding should be .*padding=\(1, 2, 3\)"):
+        T.RandomCrop(8, padding=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"padding_mode should be one of .*padding_mode='wrap'"):
+        T.RandomCrop(8, padding_mode="wrap")
+    with pytest.raises(TypeError, match=r"pad_if_needed should be a bool, but got .*=1"):
+        T.RandomCrop(8, pad_if_needed=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"fill should be a finite number, but got fill=\(1, 2\)"):
+        T.RandomCrop(8, fill=(1, 2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"fill should be an integer in \[0, 255\] .*fill=300"):
+        T.Compose([T.RandomCrop(8, fill=300)])
+
+
+def test_random_crop_pads_then_crops_at_a_place_of_the_items_draw():
+    image = photo(32, 32)
+    op = T.RandomCrop(32, padding=4, fill=7)
+    tops_lefts = set()
+    for index in range(40):
+        (padding, top, left) = random_crop_box(op, T.ItemRandom(3, index), 32, 32)
+        assert padding == (4, 4, 4, 4) and 0 <= top <= 8 and 0 <= left <= 8
+        tops_lefts.add((top, left))
+        out = T.Compose([op])(image, index=index, epoch_seed=3)
+        padded = np.pad(image, ((4, 4), (4, 4), (0, 0)), constant_values=7)
+        np.testing.assert_array_equal(out, padded[top : top + 32, left : left + 32])
+    assert len(tops_lefts) > 20
+    # pad_if_needed grows both sides by the shortfall, as torchvision.
+    small = T.RandomCrop((6, 3), pad_if_needed=True)
+    assert random_crop_box(small, T.ItemRandom(0, 0), 4, 5)[0] == (0, 2, 0, 2)
+    with pytest.raises(T.TransformError, match=r"item 2: RandomCrop.* 4x5 once padded"):
+        T.Compose([T.RandomCrop((6, 3))])(photo(4, 5), index=2)

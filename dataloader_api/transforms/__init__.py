@@ -18,6 +18,7 @@ from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
 from ._ops import (
     INTERPOLATIONS,
+    PADDING_MODES,
     CenterCrop,
     Crop,
     Decode,
@@ -26,6 +27,7 @@ from ._ops import (
     Op,
     Pad,
     PadTo,
+    RandomCrop,
     RandomHFlip,
     RandomResizedCrop,
     RandomVFlip,
@@ -45,6 +47,7 @@ from ._reference import TOLERANCES
 
 __all__ = [
     "INTERPOLATIONS",
+    "PADDING_MODES",
     "TOLERANCES",
     "BoundPipeline",
     "CenterCrop",
@@ -59,6 +62,7 @@ __all__ = [
     "Op",
     "Pad",
     "PadTo",
+    "RandomCrop",
     "RandomHFlip",
     "RandomResizedCrop",
     "RandomVFlip",

@@ -8,13 +8,28 @@ channels) until ``ToCHW``; ``Decode`` takes the encoded bytes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from ._op_base import (
+    DEFAULT_MAX_PIXELS,
+    ENCODED,
+    INTERPOLATIONS,
+    Kind,
+    Op,
+    _channels,
+    _fill_fits,
+    _int,
+    _number,
+    _range,
+    _set,
+    _size,
+)
 
 __all__ = [
     "INTERPOLATIONS",
+    "PADDING_MODES",
     "CenterCrop",
     "Crop",
     "Decode",
@@ -24,6 +39,7 @@ __all__ = [
     "Op",
     "Pad",
     "PadTo",
+    "RandomCrop",
     "RandomHFlip",
     "RandomResizedCrop",
     "RandomVFlip",
@@ -37,104 +53,6 @@ __all__ = [
     "VFlip",
     "op_from_dict",
 ]
-
-# (dtype, layout) of the value between two ops: dtype "encoded" (bytes),
-# "uint8" or "float32"; layout "HWC" or "CHW" ("" for encoded bytes).
-Kind = tuple[str, str]
-ENCODED: Kind = ("encoded", "")
-INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos")
-# Pillow's own guard against decompression bombs (Image.MAX_IMAGE_PIXELS).
-DEFAULT_MAX_PIXELS = 89_478_485
-
-
-def _int(op: str, name: str, value: Any, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
-    if value < minimum:
-        raise ValueError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
-    return value
-
-
-def _size(op: str, name: str, value: Any) -> Sequence[int] | int:
-    """An int (the shorter side, or a square for crops) or a (height, width) pair."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
-    ):
-        return (value[0], value[1])
-    raise ValueError(
-        f"{op}: {name} should be an int >= 1 or a (height, width) pair of them, "
-        f"but got {name}={value!r}"
-    )
-
-
-def _number(op: str, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{op}: {name} should be a finite number, but got {name}={value!r}")
-    return float(value)
-
-
-def _range(op: str, name: str, value: Any, positive: bool) -> tuple[float, float]:
-    ok = isinstance(value, (tuple, list)) and len(value) == 2
-    pair = tuple(_number(op, name, v) for v in value) if ok else ()
-    if not ok or pair[0] > pair[1] or (positive and pair[0] <= 0):
-        allowed = "a (low, high) pair with 0 < low <= high" if positive else "a (low, high) pair"
-        raise ValueError(f"{op}: {name} should be {allowed}, but got {name}={value!r}")
-    return (pair[0], pair[1])
-
-
-def _channels(op: str, name: str, value: Any, positive: bool) -> tuple[float, ...]:
-    values = (value,) if isinstance(value, (int, float)) else value
-    if not isinstance(values, (tuple, list)) or not values:
-        raise ValueError(
-            f"{op}: {name} should be a number or a non-empty sequence of numbers (one per "
-            f"channel), but got {name}={value!r}"
-        )
-    numbers = tuple(_number(op, name, v) for v in values)
-    if positive and min(numbers) <= 0:
-        raise ValueError(f"{op}: {name} should be > 0 for every channel, but got {name}={value!r}")
-    return numbers
-
-
-def _fill_fits(op: Op, value: float, kind: Kind) -> Kind:
-    if kind[0] == "uint8" and not (float(value).is_integer() and 0 <= value <= 255):
-        raise ValueError(
-            f"{op!r}: value should be an integer in [0, 255] for a uint8 image, "
-            f"but got value={value!r}"
-        )
-    return kind
-
-
-def _set(record: Any, name: str, value: Any) -> None:
-    object.__setattr__(record, name, value)  # frozen records normalise their own fields
-
-
-class Op:
-    """One step of a pipeline. ``name`` is its name in ``to_dict()``."""
-
-    name: ClassVar[str]
-    random: ClassVar[bool] = False
-    spatial: ClassVar[bool] = True  # needs an HWC image
-
-    def output_kind(self, kind: Kind) -> Kind:
-        """The kind this op produces from ``kind``; TypeError when it cannot take it."""
-        dtype, layout = kind
-        if dtype == "encoded":
-            raise TypeError(f"{self!r} needs a decoded image: put Decode() before it")
-        if self.spatial and layout != "HWC":
-            raise TypeError(f"{self!r} needs an HWC image: put it before ToCHW()")
-        return kind
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data: ``{"op": name, **arguments}`` (tuples as lists)."""
-        record: dict[str, Any] = {"op": self.name}
-        for field in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
-            record[field.name] = list(value) if isinstance(value, tuple) else value
-        return record
 
 
 @dataclass(frozen=True)
@@ -294,6 +212,64 @@ class PadTo(Op):
         return _fill_fits(self, self.value, super().output_kind(kind))
 
 
+PADDING_MODES = ("constant", "edge", "reflect", "symmetric")
+
+
+@dataclass(frozen=True)
+class RandomCrop(Op):
+    """torchvision's ``RandomCrop`` (the CIFAR recipe): ``padding`` around the
+    image, then with ``pad_if_needed`` as much again on both sides of a dimension
+    still smaller than ``size``, then a ``size`` crop at a random place (its top
+    drawn first; each only when there is room). ``padding``: an int for every
+    side, (left/right, top/bottom) or (left, top, right, bottom), as torchvision;
+    ``padding_mode``: "constant" (``fill``), "edge", "reflect" or "symmetric",
+    NumPy's modes, which torchvision uses for PIL images."""
+
+    size: Sequence[int] | int
+    padding: Sequence[int] | int | None = None
+    pad_if_needed: bool = False
+    fill: float = 0
+    padding_mode: str = "constant"
+    name: ClassVar[str] = "random_crop"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        size = _size("RandomCrop", "size", self.size)
+        _set(self, "size", size if isinstance(size, tuple) else (size, size))
+        _set(self, "padding", _padding(self.padding))
+        if not isinstance(self.pad_if_needed, bool):
+            raise TypeError(
+                f"RandomCrop: pad_if_needed should be a bool, but got "
+                f"pad_if_needed={self.pad_if_needed!r}"
+            )
+        _number("RandomCrop", "fill", self.fill)
+        if self.padding_mode not in PADDING_MODES:
+            raise ValueError(
+                f"RandomCrop: padding_mode should be one of {PADDING_MODES}, "
+                f"but got padding_mode={self.padding_mode!r}"
+            )
+
+    def output_kind(self, kind: Kind) -> Kind:
+        return _fill_fits(self, self.fill, super().output_kind(kind), "fill")
+
+
+def _padding(value: Any) -> tuple[int, int, int, int]:
+    """torchvision's padding forms as (left, top, right, bottom)."""
+    given = (0,) if value is None else (value,) if isinstance(value, int) else value
+    ok = isinstance(given, (tuple, list)) and len(given) in (1, 2, 4)
+    if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in given):
+        raise ValueError(
+            "RandomCrop: padding should be None, an int >= 0, or 2 or 4 of them "
+            f"((left/right, top/bottom) or (left, top, right, bottom)), but got padding={value!r}"
+        )
+    values: list[int] = list(given)
+    if len(values) == 1:
+        values *= 4
+    elif len(values) == 2:
+        values *= 2
+    return (values[0], values[1], values[2], values[3])
+
+
 @dataclass(frozen=True)
 class HFlip(Op):
     """Mirror left to right."""
@@ -407,8 +383,8 @@ class ToHWC(Op):
 OPS: dict[str, type[Op]] = {
     op.name: op
     for op in (
-        Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, Pad, PadTo,
-        HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
+        Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, RandomCrop, Pad,
+        PadTo, HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
     )
 }  # fmt: skip
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._ops import ENCODED, Kind, Op, op_from_dict
+from ._op_base import ENCODED, Kind, Op
+from ._ops import op_from_dict
 from ._random import ItemRandom
 
 __all__ = ["BoundPipeline", "Compose"]

@@ -20,6 +20,7 @@ from ._ops import (
     Op,
     Pad,
     PadTo,
+    RandomCrop,
     RandomHFlip,
     RandomResizedCrop,
     RandomVFlip,
@@ -34,7 +35,7 @@ else:
 
     np = LazyModule("numpy", globals(), "np")
 
-__all__ = ["TOLERANCES", "resized_size", "run_ops"]
+__all__ = ["TOLERANCES", "random_crop_box", "resized_size", "run_ops"]
 
 # The largest difference a native op may have from this reference, by op name
 # (absent: none at all). Resampling rounds in fixed point natively and in
@@ -212,6 +213,47 @@ def _random_resized_crop(op: RandomResizedCrop, image: Any, random: Any, index: 
     return _resample(image[top : top + h, left : left + w], out_h, out_w, op.interpolation)
 
 
+def random_crop_box(
+    op: RandomCrop, random: ItemRandom, height: int, width: int
+) -> tuple[tuple[int, int, int, int], int, int] | None:
+    """torchvision's ``RandomCrop`` parameters: the padding (left, top, right,
+    bottom) with ``pad_if_needed``'s, and the crop's top and left in the padded
+    image; None when the padded image is smaller than the crop."""
+    left, top, right, bottom = op.padding  # type: ignore[misc]
+    crop_h, crop_w = op.size  # type: ignore[misc]
+    padded_h, padded_w = height + top + bottom, width + left + right
+    if op.pad_if_needed and padded_h < crop_h:
+        more = crop_h - padded_h
+        top, bottom, padded_h = top + more, bottom + more, padded_h + 2 * more
+    if op.pad_if_needed and padded_w < crop_w:
+        more = crop_w - padded_w
+        left, right, padded_w = left + more, right + more, padded_w + 2 * more
+    if padded_h < crop_h or padded_w < crop_w:
+        return None
+    crop_top = random.below(padded_h - crop_h + 1) if padded_h > crop_h else 0
+    crop_left = random.below(padded_w - crop_w + 1) if padded_w > crop_w else 0
+    return (left, top, right, bottom), crop_top, crop_left
+
+
+def _random_crop(op: RandomCrop, image: Any, random: Any, index: Any) -> Any:
+    height, width = image.shape[:2]
+    box = random_crop_box(op, random, height, width)
+    if box is None:
+        raise TransformError(
+            index, f"{op!r} does not fit in an image of {height}x{width} once padded"
+        )
+    (left, top, right, bottom), crop_top, crop_left = box
+    widths = ((top, bottom), (left, right), (0, 0))
+    if op.padding_mode == "constant":
+        image = np.pad(image, widths, constant_values=image.dtype.type(op.fill))
+    elif height and width:
+        image = np.pad(image, widths, mode=op.padding_mode)  # type: ignore[call-overload]
+    elif top or bottom or left or right:
+        raise TransformError(index, f"{op!r} cannot pad an empty image ({height}x{width})")
+    crop_h, crop_w = op.size  # type: ignore[misc]
+    return image[crop_top : crop_top + crop_h, crop_left : crop_left + crop_w]
+
+
 def _pad(op: Pad, image: Any, random: Any, index: Any) -> Any:
     widths = ((op.top, op.bottom), (op.left, op.right), (0, 0))
     return np.pad(image, widths, constant_values=image.dtype.type(op.value))
@@ -255,6 +297,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "resize": _resize,
     "random_resized_crop": _random_resized_crop,
     "pad": _pad,
+    "random_crop": _random_crop,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -6,126 +6,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 
-use dataloader_imaging::pipeline::{Input, Size};
-use dataloader_imaging::resample::Filter;
+use dataloader_imaging::pipeline::Input;
 use dataloader_imaging::{Image, Op, Pipeline, Pixels};
 
 use crate::attach;
 use crate::jpeg_build;
+use crate::pipeline_record::parse;
 use crate::pixel_buffer::PixelBuffer;
-
-fn bad(record: &Bound<'_, PyAny>, why: &str) -> PyErr {
-    PyValueError::new_err(format!("MapWork.images.pipeline: {why} in {record}"))
-}
-
-fn pair(value: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
-    Ok((value.get_item(0)?.extract()?, value.get_item(1)?.extract()?))
-}
-
-fn range(value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
-    Ok((value.get_item(0)?.extract()?, value.get_item(1)?.extract()?))
-}
-
-fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
-    let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
-        record
-            .get_item(key)
-            .map_err(|_| bad(record, &format!("no {key:?}")))
-    };
-    let filter = |key: &str| -> PyResult<Filter> {
-        let name: String = get(key)?.extract()?;
-        Filter::from_name(&name).ok_or_else(|| bad(record, "an unknown interpolation"))
-    };
-    let name: String = get("op")?.extract()?;
-    Ok(match name.as_str() {
-        "decode" => Op::Decode {
-            max_pixels: get("max_pixels")?.extract()?,
-        },
-        "to_rgb" => Op::ToRgb,
-        "to_gray" => Op::ToGray,
-        "crop" => Op::Crop {
-            top: get("top")?.extract()?,
-            left: get("left")?.extract()?,
-            height: get("height")?.extract()?,
-            width: get("width")?.extract()?,
-        },
-        "center_crop" => {
-            let (height, width) = pair(&get("size")?)?;
-            Op::CenterCrop { height, width }
-        }
-        "resize" => {
-            let size = get("size")?;
-            let size = match size.extract::<usize>() {
-                Ok(shorter) => Size::Shorter(shorter),
-                Err(_) => {
-                    let (h, w) = pair(&size)?;
-                    Size::Exact(h, w)
-                }
-            };
-            Op::Resize {
-                size,
-                filter: filter("interpolation")?,
-            }
-        }
-        "random_resized_crop" => {
-            let (height, width) = pair(&get("size")?)?;
-            Op::RandomResizedCrop {
-                height,
-                width,
-                scale: range(&get("scale")?)?,
-                ratio: range(&get("ratio")?)?,
-                filter: filter("interpolation")?,
-            }
-        }
-        "pad" => Op::Pad {
-            top: get("top")?.extract()?,
-            bottom: get("bottom")?.extract()?,
-            left: get("left")?.extract()?,
-            right: get("right")?.extract()?,
-            value: get("value")?.extract()?,
-        },
-        "pad_to" => Op::PadTo {
-            height: get("height")?.extract()?,
-            width: get("width")?.extract()?,
-            value: get("value")?.extract()?,
-        },
-        "hflip" => Op::HFlip,
-        "vflip" => Op::VFlip,
-        "random_hflip" => Op::RandomHFlip {
-            p: get("p")?.extract()?,
-        },
-        "random_vflip" => Op::RandomVFlip {
-            p: get("p")?.extract()?,
-        },
-        "rotate90" => Op::Rotate90 {
-            k: get("k")?.extract()?,
-        },
-        "to_float" => Op::ToFloat,
-        "normalize" => {
-            let values = |key: &str| -> PyResult<Vec<f32>> {
-                let doubles: Vec<f64> = get(key)?.extract()?;
-                Ok(doubles.into_iter().map(|v| v as f32).collect())
-            };
-            Op::Normalize {
-                mean: values("mean")?,
-                std: values("std")?,
-            }
-        }
-        "to_chw" => Op::ToChw,
-        "to_hwc" => Op::ToHwc,
-        _ => return Err(bad(record, "an unknown op")),
-    })
-}
-
-/// `Compose.to_dict()` as the native pipeline.
-pub fn parse(record: &Bound<'_, PyAny>) -> PyResult<Pipeline> {
-    let ops = record.get_item("ops")?;
-    let ops = ops
-        .try_iter()?
-        .map(|r| op(&r?))
-        .collect::<PyResult<Vec<Op>>>()?;
-    Ok(Pipeline { ops })
-}
 
 /// An item's image copied out of Python, or None when the reference must run it.
 pub enum Owned {

@@ -12,6 +12,7 @@ mod jpeg_build;
 mod map_job;
 mod map_stream;
 mod netio;
+mod pipeline_record;
 mod pixel_buffer;
 mod pool;
 mod pool_shared;

@@ -7,6 +7,7 @@ pub mod decode;
 pub mod ops;
 pub mod pipeline;
 pub mod random;
+pub mod random_crop;
 pub mod resample;
 
 pub use pipeline::{Op, Pipeline};

@@ -3,6 +3,7 @@
 use crate::decode::decode;
 use crate::ops;
 use crate::random::ItemRandom;
+use crate::random_crop::{self, PadMode};
 use crate::resample::{resize, Filter};
 use crate::{Fallback, Image, Pixels};
 
@@ -53,6 +54,15 @@ pub enum Op {
         height: usize,
         width: usize,
         value: f64,
+    },
+    RandomCrop {
+        height: usize,
+        width: usize,
+        /// left, top, right, bottom
+        padding: [usize; 4],
+        pad_if_needed: bool,
+        fill: f64,
+        mode: PadMode,
     },
     HFlip,
     VFlip,
@@ -106,12 +116,29 @@ fn resample(image: Image, out_h: usize, out_w: usize, filter: Filter) -> Result<
 }
 
 impl Pipeline {
+    /// Whether items draw random numbers (Python's `Op.random`); every op is
+    /// named so that a new one must say.
     pub fn random(&self) -> bool {
-        self.ops.iter().any(|op| {
-            matches!(
-                op,
-                Op::RandomResizedCrop { .. } | Op::RandomHFlip { .. } | Op::RandomVFlip { .. }
-            )
+        self.ops.iter().any(|op| match op {
+            Op::RandomResizedCrop { .. }
+            | Op::RandomCrop { .. }
+            | Op::RandomHFlip { .. }
+            | Op::RandomVFlip { .. } => true,
+            Op::Decode { .. }
+            | Op::ToRgb
+            | Op::ToGray
+            | Op::Crop { .. }
+            | Op::CenterCrop { .. }
+            | Op::Resize { .. }
+            | Op::Pad { .. }
+            | Op::PadTo { .. }
+            | Op::HFlip
+            | Op::VFlip
+            | Op::Rotate90 { .. }
+            | Op::ToFloat
+            | Op::Normalize { .. }
+            | Op::ToChw
+            | Op::ToHwc => false,
         })
     }
 
@@ -206,6 +233,27 @@ impl Pipeline {
                 }
                 let (bottom, right) = (height - image.height, width - image.width);
                 ops::pad(image, 0, bottom, 0, right, value)
+            }
+            Op::RandomCrop {
+                height,
+                width,
+                padding,
+                pad_if_needed,
+                fill,
+                mode,
+            } => {
+                let size = (height, width);
+                let (h, w) = (image.height, image.width);
+                if (h == 0 || w == 0) && mode != PadMode::Constant {
+                    return Err(Fallback("an empty image to pad from its edges".into()));
+                }
+                let Some((padding, top, left)) =
+                    random_crop::random_crop_box(random, h, w, size, padding, pad_if_needed)
+                else {
+                    return Err(Fallback("a crop larger than the padded image".into()));
+                };
+                let origin = (padding[1], padding[0]);
+                random_crop::pad_crop(image, origin, (top, left), size, mode, fill)
             }
             Op::HFlip => ops::flip(image, true),
             Op::VFlip => ops::flip(image, false),

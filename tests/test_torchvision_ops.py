@@ -1,0 +1,74 @@
+"""The reference's ops against torchvision v2 on PIL images, for the same
+parameters: the same pixels (skipped without torchvision; ``nox -s torch_parity``).
+Native backends equal the reference (conformance property 10)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+F = pytest.importorskip(
+    "torchvision.transforms.v2.functional", reason="torchvision: run `nox -s torch_parity`"
+)
+Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
+
+from torchvision.transforms import InterpolationMode, v2  # noqa: E402
+
+from dataloader_api import transforms as T  # noqa: E402
+from dataloader_api.transforms._reference import random_crop_box  # noqa: E402
+
+PILLOW_13 = tuple(int(part) for part in Image.__version__.split(".")[:2]) >= (13, 0)
+
+
+def pil(image: np.ndarray) -> Image.Image:
+    return Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image)
+
+
+def array(image: Image.Image) -> np.ndarray:
+    out = np.asarray(image)
+    return out[:, :, None] if out.ndim == 2 else out
+
+
+@pytest.mark.parametrize("mode", T.PADDING_MODES)
+@pytest.mark.parametrize("channels", [1, 3])
+def test_random_crop_equals_torchvisions_pad_then_crop(mode, channels):
+    rng = np.random.default_rng(1)
+    for index in range(30):
+        height, width = (int(v) for v in rng.integers(1, 12, 2))
+        padding = [int(v) for v in rng.integers(0, 9, 4)]
+        size = (int(rng.integers(1, 16)), int(rng.integers(1, 16)))
+        fill = int(rng.integers(0, 256))
+        op = T.RandomCrop(size, padding, pad_if_needed=True, fill=fill, padding_mode=mode)
+        image = rng.integers(0, 256, (height, width, channels), np.uint8)
+        box = random_crop_box(op, T.ItemRandom(5, index), height, width)
+        assert box is not None
+        (left, top, right, bottom), crop_top, crop_left = box
+        padded = F.pad(pil(image), [left, top, right, bottom], fill=fill, padding_mode=mode)
+        expected = array(F.crop(padded, crop_top, crop_left, *size))
+        got = T.Compose([op])(image, index=index, epoch_seed=5)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{op} on {image.shape}")
+
+
+@pytest.mark.parametrize("padding", [3, (1, 2), (1, 2, 3, 4)], ids=["int", "pair", "four"])
+def test_random_crop_reads_paddings_as_torchvision(padding):
+    """With the crop as large as the padded image there is nothing to draw:
+    torchvision's ``RandomCrop`` and ours give the whole padded image."""
+    image = np.random.default_rng(2).integers(0, 256, (5, 7, 3), np.uint8)
+    left, top, right, bottom = T.RandomCrop(1, padding).padding  # type: ignore[misc]
+    size = (5 + top + bottom, 7 + left + right)
+    theirs = array(v2.RandomCrop(size, padding=padding, fill=9)(pil(image)))
+    ours = T.Compose([T.RandomCrop(size, padding=padding, fill=9)])(image)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.skipif(not PILLOW_13, reason="Pillow 13 set the pass order the reference follows")
+@pytest.mark.parametrize("interpolation", T.INTERPOLATIONS)
+def test_resize_equals_torchvisions_resize_on_pil(interpolation):
+    rng = np.random.default_rng(3)
+    mode = getattr(InterpolationMode, interpolation.upper())
+    for _ in range(20):
+        height, width, out_h, out_w = (int(v) for v in rng.integers(2, 60, 4))
+        image = rng.integers(0, 256, (height, width, 3), np.uint8)
+        expected = array(F.resize(pil(image), [out_h, out_w], interpolation=mode))
+        got = T.Compose([T.Resize((out_h, out_w), interpolation)])(image)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{image.shape} -> {out_h}x{out_w}")
