@@ -15,12 +15,13 @@ from ._idle_pools import idle_pool_step
 from ._stats import stats_step
 from ._transform_hook import transform_step
 
-__all__ = ["FEATURES", "apply_steps", "copies_allowed", "may_share_pool"]
+__all__ = ["FEATURES", "apply_steps", "copies_allowed", "is_io_dataset", "may_share_pool"]
 
 
-def _is_io_dataset(options: Any) -> bool:
-    # The dataloader_api.io datasets: read natively or by their async reference.
-    return getattr(options.sampling.dataset, "native_epoch", None) is not None
+def is_io_dataset(dataset: Any) -> bool:
+    """A ``dataloader_api.io`` dataset: read natively (``_io_hook``) or by its
+    async reference."""
+    return getattr(dataset, "native_epoch", None) is not None
 
 
 FEATURES: tuple[Feature, ...] = (
@@ -34,7 +35,12 @@ FEATURES: tuple[Feature, ...] = (
         shares_pool=False,
         copies_dataset=False,
     ),
-    Feature("io dataset", _is_io_dataset, shares_pool=False, copies_dataset=False),
+    Feature(
+        "io dataset",
+        lambda o: is_io_dataset(o.sampling.dataset),
+        shares_pool=False,
+        copies_dataset=False,
+    ),
     Feature("share_dataset", lambda o: o.workers.share_dataset, copies_dataset=False),
     # The steps, innermost first: the transform's items are timed by stats, and
     # a taken pool's threads learn their infos before either runs.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._epoch_features import apply_steps
 from ._epoch_steps import EpochContext, EpochSteps, same_jobs
@@ -44,7 +44,7 @@ class ItemSource:
     receives what it returned; else ``fetch`` receives the indices. ``side``:
     what closes with the epoch (running coroutines or reads, an ``ItemStop``)."""
 
-    kind: str
+    kind: Literal["async", "native", "plain"]
     fetch: Callable[[Any], Any]
     start: Callable[[Any], Any] | None = None
     getitem: Callable[[Any], Any] | None = None

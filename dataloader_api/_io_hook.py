@@ -10,6 +10,7 @@ import os
 import warnings
 from typing import Any
 
+from ._epoch_features import is_io_dataset
 from ._options import LoaderOptions
 from .contract import ReadsNatively
 
@@ -22,15 +23,14 @@ def native_epoch(options: LoaderOptions) -> Any:
     """The epoch's ``io._native.NativeEpoch`` (``start``, ``fetch``, ``fetch_now``,
     ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
     dataset = options.sampling.dataset
-    native = getattr(dataset, "native_epoch", None)
-    if native is None or options.sampling.is_iterable:
+    if not is_io_dataset(dataset) or options.sampling.is_iterable:
         return None
     backend = options.execution.backend
     off = os.environ.get(NATIVE_IO_VARIABLE, "1") == "0"
     if not isinstance(backend, ReadsNatively) or off or not dataset.reads_natively():
         _warn_if_uncapped(options)
         return None
-    return native(
+    return dataset.native_epoch(
         backend.open_reader, options.items.max_concurrency, options.sampling.auto_collation
     )
 
