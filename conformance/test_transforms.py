@@ -62,6 +62,14 @@ def pipelines(draw):
             ops.append(T.Normalize(draw(st.floats(-1, 1)), draw(st.floats(0.1, 2))))
     if draw(st.booleans()):
         ops.append(T.ToCHW())
+        if len(ops) > 1 and ops[-2].name in ("to_float", "normalize") and draw(st.booleans()):
+            ops.append(
+                T.RandomErasing(
+                    p=draw(st.floats(0, 1)),
+                    scale=draw(st.sampled_from([(0.02, 0.33), (0.1, 0.9)])),
+                    value=draw(st.sampled_from([0, 0.5, "random", (1.0,)])),
+                )
+            )
     return T.Compose(ops, on=0), encoded
 
 

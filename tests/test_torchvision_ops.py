@@ -15,7 +15,7 @@ Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader
 from torchvision.transforms import InterpolationMode, v2  # noqa: E402
 
 from dataloader_api import transforms as T  # noqa: E402
-from dataloader_api.transforms._reference import random_crop_box  # noqa: E402
+from dataloader_api.transforms._reference import erasing_params, random_crop_box  # noqa: E402
 
 PILLOW_13 = tuple(int(part) for part in Image.__version__.split(".")[:2]) >= (13, 0)
 
@@ -72,3 +72,22 @@ def test_resize_equals_torchvisions_resize_on_pil(interpolation):
         expected = array(F.resize(pil(image), [out_h, out_w], interpolation=mode))
         got = T.Compose([T.Resize((out_h, out_w), interpolation)])(image)
         np.testing.assert_array_equal(got, expected, err_msg=f"{image.shape} -> {out_h}x{out_w}")
+
+
+@pytest.mark.parametrize("value", [0, (0.5, -1.0, 2.0), "random"])
+def test_random_erasing_equals_torchvisions_erase(value):
+    """Our draws, torchvision's erase: the same image for the same box and values."""
+    torch = pytest.importorskip("torch")
+    op = T.RandomErasing(p=1, value=value)
+    pipeline = T.Compose([T.ToFloat(), T.ToCHW(), T.Normalize(0.5, 0.25), op])
+    image = np.random.default_rng(4).integers(0, 256, (24, 32, 3), np.uint8)
+    before = T.Compose([T.ToFloat(), T.ToCHW(), T.Normalize(0.5, 0.25)])(image)
+    for index in range(20):
+        params = erasing_params(op, T.ItemRandom(2, index), 3, 24, 32)
+        assert params is not None
+        top, left, h, w, values = params
+        expected = F.erase(
+            torch.from_numpy(before.copy()), top, left, h, w, torch.as_tensor(values)
+        )
+        got = pipeline(image, index=index, epoch_seed=2)
+        np.testing.assert_array_equal(got, expected.numpy())

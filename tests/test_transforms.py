@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from dataloader_api import transforms as T
-from dataloader_api.transforms._reference import crop_box, random_crop_box, resized_size
+from dataloader_api.transforms._reference import (
+    crop_box,
+    erasing_params,
+    random_crop_box,
+    resized_size,
+)
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
 from PIL import features  # noqa: E402
@@ -372,3 +377,53 @@ def test_random_crop_pads_then_crops_at_a_place_of_the_items_draw():
     assert random_crop_box(small, T.ItemRandom(0, 0), 4, 5)[0] == (0, 2, 0, 2)
     with pytest.raises(T.TransformError, match=r"item 2: RandomCrop.* 4x5 once padded"):
         T.Compose([T.RandomCrop((6, 3))])(photo(4, 5), index=2)
+
+
+# --- RandomErasing: torchvision's, on the float CHW image ------------------------
+
+
+def test_random_erasing_checks_its_arguments_and_its_place():
+    assert T.RandomErasing(value=2).value == (2.0,)
+    assert T.RandomErasing(value=[1, 2, 3]).value == (1.0, 2.0, 3.0)
+    assert T.op_from_dict(T.RandomErasing(value="random").to_dict()).value == "random"
+    for bad, match in [
+        ({"p": 1.5}, r"p should be in \[0, 1\], but got p=1.5"),
+        ({"scale": (0.5, 1.5)}, r"scale should be a \(low, high\) pair within \[0, 1\]"),
+        ({"ratio": (0, 1)}, r"ratio should be a \(low, high\) pair with 0 < low"),
+        ({"value": "noise"}, r"value should be a number, .* or 'random', but got value='noise'"),
+        ({"value": []}, r"but got value=\[\]"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            T.RandomErasing(**bad)
+    with pytest.raises(TypeError, match=r"needs a float32 CHW image.*after ToFloat\(\) and ToCHW"):
+        T.Compose([T.ToFloat(), T.RandomErasing()])
+    pipeline = T.Compose([T.ToFloat(), T.ToCHW(), T.RandomErasing(p=1, value=(1, 2))])
+    with pytest.raises(T.TransformError, match=r"item 6: RandomErasing.* 2 numbers for 3 channels"):
+        pipeline(photo(), index=6)
+
+
+def test_random_erasing_sets_one_box_of_the_drawn_area_or_leaves_the_image():
+    op = T.RandomErasing(p=0.5, scale=(0.1, 0.2), value=(2, 3, 4))
+    pipeline = T.Compose([T.ToFloat(), T.ToCHW(), op])
+    image = photo(40, 50)
+    plain = T.Compose([T.ToFloat(), T.ToCHW()])(image)
+    erased = 0
+    for index in range(60):
+        out = pipeline(image, index=index, epoch_seed=8)
+        params = erasing_params(op, T.ItemRandom(8, index), 3, 40, 50)
+        if params is None:
+            np.testing.assert_array_equal(out, plain)
+            continue
+        erased += 1
+        top, left, h, w, _ = params
+        assert 0.1 * 0.8 <= h * w / (40 * 50) <= 0.2 * 1.2
+        for channel, value in enumerate((2, 3, 4)):
+            assert (out[channel, top : top + h, left : left + w] == value).all()
+        outside = np.ones((40, 50), bool)
+        outside[top : top + h, left : left + w] = False
+        np.testing.assert_array_equal(out[:, outside], plain[:, outside])
+    assert 15 <= erased <= 45
+    noisy = T.Compose([T.ToFloat(), T.ToCHW(), T.RandomErasing(p=1, value="random")])
+    outs = [noisy(image, index=i) for i in range(20)]
+    values = np.concatenate([out[out != plain] for out in outs])  # the erased noise
+    assert values.size > 1000 and abs(values.mean()) < 0.15 and 0.85 < values.std() < 1.15

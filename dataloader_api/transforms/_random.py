@@ -10,6 +10,7 @@ backend or the order in which items are fetched.
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 from typing import Any
 
@@ -65,6 +66,11 @@ class ItemRandom:
 
     def uniform_between(self, low: float, high: float) -> float:
         return low + (high - low) * self.uniform()
+
+    def normal(self) -> float:
+        """A standard normal draw (Box-Muller's cosine branch, two uniforms)."""
+        radius = math.sqrt(-2.0 * math.log(1.0 - self.uniform()))
+        return radius * math.cos(2.0 * math.pi * self.uniform())
 
     def below(self, bound: int) -> int:
         """An int in [0, bound), bound >= 1 (multiply-shift: no modulo bias worth naming)."""

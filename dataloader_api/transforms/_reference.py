@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._decode import decode
 from ._errors import TransformError
+from ._op_erasing import RandomErasing
 from ._ops import (
     CenterCrop,
     Crop,
@@ -35,7 +36,7 @@ else:
 
     np = LazyModule("numpy", globals(), "np")
 
-__all__ = ["TOLERANCES", "random_crop_box", "resized_size", "run_ops"]
+__all__ = ["TOLERANCES", "erasing_params", "random_crop_box", "resized_size", "run_ops"]
 
 # The largest difference a native op may have from this reference, by op name
 # (absent: none at all). Resampling rounds in fixed point natively and in
@@ -254,6 +255,43 @@ def _random_crop(op: RandomCrop, image: Any, random: Any, index: Any) -> Any:
     return image[crop_top : crop_top + crop_h, crop_left : crop_left + crop_w]
 
 
+def erasing_params(
+    op: RandomErasing, random: ItemRandom, channels: int, height: int, width: int
+) -> tuple[int, int, int, int, Any] | None:
+    """torchvision's ``RandomErasing`` draws, in its order: (top, left, h, w, the
+    box's float32 values), or None (``p`` not drawn, or ten boxes that do not fit)."""
+    if random.uniform() >= op.p:
+        return None
+    log_low, log_high = math.log(op.ratio[0]), math.log(op.ratio[1])
+    for _ in range(10):
+        area = height * width * random.uniform_between(*op.scale)
+        aspect = math.exp(random.uniform_between(log_low, log_high))
+        h, w = round(math.sqrt(area * aspect)), round(math.sqrt(area / aspect))
+        if not (h < height and w < width):
+            continue
+        if op.value == "random":
+            draws = [random.normal() for _ in range(channels * h * w)]
+            value = np.asarray(draws, np.float32).reshape(channels, h, w)
+        else:
+            value = np.asarray(op.value, np.float32).reshape(-1, 1, 1)
+        return random.below(height - h + 1), random.below(width - w + 1), h, w, value
+    return None
+
+
+def _random_erasing(op: RandomErasing, image: Any, random: Any, index: Any) -> Any:
+    channels, height, width = image.shape
+    if op.value != "random" and len(op.value) not in (1, channels):
+        count = len(op.value)
+        raise TransformError(index, f"{op!r}: value has {count} numbers for {channels} channels")
+    params = erasing_params(op, random, channels, height, width)
+    if params is None:
+        return image
+    top, left, h, w, value = params
+    out = image.copy()
+    out[:, top : top + h, left : left + w] = value
+    return out
+
+
 def _pad(op: Pad, image: Any, random: Any, index: Any) -> Any:
     widths = ((op.top, op.bottom), (op.left, op.right), (0, 0))
     return np.pad(image, widths, constant_values=image.dtype.type(op.value))
@@ -298,6 +336,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "random_resized_crop": _random_resized_crop,
     "pad": _pad,
     "random_crop": _random_crop,
+    "random_erasing": _random_erasing,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -4,6 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use dataloader_imaging::erasing::ErasingValue;
 use dataloader_imaging::pipeline::Size;
 use dataloader_imaging::random_crop::PadMode;
 use dataloader_imaging::resample::Filter;
@@ -90,6 +91,23 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
                 fill: get("fill")?.extract()?,
                 mode: PadMode::from_name(&mode)
                     .ok_or_else(|| bad(record, "an unknown padding_mode"))?,
+            }
+        }
+        "random_erasing" => {
+            let value = get("value")?;
+            let value = match value.extract::<String>() {
+                Ok(word) if word == "random" => ErasingValue::Random,
+                Ok(_) => return Err(bad(record, "an unknown RandomErasing value")),
+                Err(_) => {
+                    let numbers: Vec<f64> = value.extract()?;
+                    ErasingValue::Fill(numbers.into_iter().map(|v| v as f32).collect())
+                }
+            };
+            Op::RandomErasing {
+                p: get("p")?.extract()?,
+                scale: range(&get("scale")?)?,
+                ratio: range(&get("ratio")?)?,
+                value,
             }
         }
         "pad_to" => Op::PadTo {

@@ -4,6 +4,7 @@
 //! a pipeline's record into [`Pipeline`] and runs it without the interpreter.
 
 pub mod decode;
+pub mod erasing;
 pub mod ops;
 pub mod pipeline;
 pub mod random;

@@ -1,6 +1,7 @@
 //! A pipeline as the native side holds it, and its run on one item.
 
 use crate::decode::decode;
+use crate::erasing::{self, ErasingValue};
 use crate::ops;
 use crate::random::ItemRandom;
 use crate::random_crop::{self, PadMode};
@@ -54,6 +55,12 @@ pub enum Op {
         height: usize,
         width: usize,
         value: f64,
+    },
+    RandomErasing {
+        p: f64,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+        value: ErasingValue,
     },
     RandomCrop {
         height: usize,
@@ -122,6 +129,7 @@ impl Pipeline {
         self.ops.iter().any(|op| match op {
             Op::RandomResizedCrop { .. }
             | Op::RandomCrop { .. }
+            | Op::RandomErasing { .. }
             | Op::RandomHFlip { .. }
             | Op::RandomVFlip { .. } => true,
             Op::Decode { .. }
@@ -171,7 +179,7 @@ impl Pipeline {
             return Err(Fallback("an image without channels".into()));
         }
         let wants_u8 = matches!(op, Op::ToRgb | Op::ToGray | Op::ToFloat);
-        let wants_f32 = matches!(op, Op::Normalize { .. });
+        let wants_f32 = matches!(op, Op::Normalize { .. } | Op::RandomErasing { .. });
         match image.pixels {
             Pixels::F32(_) if wants_u8 => return Err(Fallback("a float32 image".into())),
             Pixels::U8(_) if wants_f32 => return Err(Fallback("a uint8 image".into())),
@@ -254,6 +262,23 @@ impl Pipeline {
                 };
                 let origin = (padding[1], padding[0]);
                 random_crop::pad_crop(image, origin, (top, left), size, mode, fill)
+            }
+            Op::RandomErasing {
+                p,
+                scale,
+                ratio,
+                ref value,
+            } => {
+                let fits = match value {
+                    ErasingValue::Fill(fill) => fill.len() == 1 || fill.len() == image.channels,
+                    ErasingValue::Random => true,
+                };
+                if !image.chw || !fits {
+                    return Err(Fallback(
+                        "RandomErasing on an image it does not take".into(),
+                    ));
+                }
+                erasing::random_erasing(image, random, p, scale, ratio, value)
             }
             Op::HFlip => ops::flip(image, true),
             Op::VFlip => ops::flip(image, false),

@@ -35,6 +35,13 @@ impl ItemRandom {
         low + (high - low) * self.uniform()
     }
 
+    /// A standard normal draw (Box-Muller's cosine branch, two uniforms), as
+    /// `_random.py` computes it: `ln` and `cos` are the C library's on both sides.
+    pub fn normal(&mut self) -> f64 {
+        let radius = (-2.0 * (1.0 - self.uniform()).ln()).sqrt();
+        radius * (2.0 * std::f64::consts::PI * self.uniform()).cos()
+    }
+
     pub fn below(&mut self, bound: u64) -> u64 {
         ((self.next_u64() as u128 * bound as u128) >> 64) as u64
     }
