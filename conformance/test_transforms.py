@@ -46,6 +46,13 @@ geometry = st.one_of(
         fill=st.integers(0, 255),
         padding_mode=st.sampled_from(T.PADDING_MODES),
     ),
+    st.builds(
+        T.ColorJitter,
+        brightness=st.sampled_from([0, 0.4, (0.0, 3.0)]),
+        contrast=st.sampled_from([0, 0.4, (0.0, 3.0)]),
+        saturation=st.sampled_from([0, 0.4, (0.0, 3.0)]),
+        hue=st.sampled_from([0, 0.1, 0.5]),
+    ),
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )

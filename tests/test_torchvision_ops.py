@@ -15,6 +15,7 @@ Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader
 from torchvision.transforms import InterpolationMode, v2  # noqa: E402
 
 from dataloader_api import transforms as T  # noqa: E402
+from dataloader_api.transforms._color import jitter_params  # noqa: E402
 from dataloader_api.transforms._reference import erasing_params, random_crop_box  # noqa: E402
 
 PILLOW_13 = tuple(int(part) for part in Image.__version__.split(".")[:2]) >= (13, 0)
@@ -91,3 +92,19 @@ def test_random_erasing_equals_torchvisions_erase(value):
         )
         got = pipeline(image, index=index, epoch_seed=2)
         np.testing.assert_array_equal(got, expected.numpy())
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_color_jitter_equals_torchvisions_adjustments_on_pil(channels):
+    """Our order and factors, torchvision's ``adjust_*`` on PIL in that order."""
+    op = T.ColorJitter(brightness=(0.2, 2.5), contrast=(0.2, 2.5), saturation=(0, 2.5), hue=0.5)
+    adjust = [F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue]
+    rng = np.random.default_rng(6)
+    for index in range(40):
+        image = rng.integers(0, 256, (int(rng.integers(1, 30)), 17, channels), np.uint8)
+        order, factors = jitter_params(op, T.ItemRandom(3, index))
+        expected = pil(image)
+        for step in order:
+            expected = adjust[step](expected, factors[step])
+        got = T.Compose([op])(image, index=index, epoch_seed=3)
+        np.testing.assert_array_equal(got, array(expected), err_msg=f"{order} {factors}")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dataloader_api import transforms as T
+from dataloader_api.transforms._color import jitter_params
 from dataloader_api.transforms._reference import (
     crop_box,
     erasing_params,
@@ -427,3 +428,45 @@ def test_random_erasing_sets_one_box_of_the_drawn_area_or_leaves_the_image():
     outs = [noisy(image, index=i) for i in range(20)]
     values = np.concatenate([out[out != plain] for out in outs])  # the erased noise
     assert values.size > 1000 and abs(values.mean()) < 0.15 and 0.85 < values.std() < 1.15
+
+
+# --- ColorJitter: torchvision's order and ranges, PIL's arithmetic ---------------
+
+
+def test_color_jitter_reads_torchvisions_ranges_and_refuses_the_rest():
+    op = T.ColorJitter(brightness=0.4, contrast=(0.5, 2), saturation=1.5, hue=0.1)
+    assert (op.brightness, op.contrast, op.saturation, op.hue) == (
+        (0.6, 1.4), (0.5, 2.0), (0.0, 2.5), (-0.1, 0.1)
+    )  # fmt: skip
+    assert T.ColorJitter().brightness is None and T.ColorJitter(hue=(0, 0)).hue is None
+    assert T.op_from_dict(op.to_dict()) == op
+    for bad, match in [
+        ({"brightness": -1}, r"brightness should be >= 0, but got brightness=-1"),
+        ({"contrast": (2, 1)}, r"contrast should give 0 <= low <= high, but got contrast=\(2, 1\)"),
+        ({"saturation": "x"}, r"saturation should be a number >= 0 or a \(low, high\) pair"),
+        ({"hue": 0.6}, r"hue should be in \[0, 0.5\], but got hue=0.6"),
+        ({"hue": (-0.7, 0)}, r"hue should give -0.5 <= low <= high <= 0.5"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            T.ColorJitter(**bad)
+    with pytest.raises(TypeError, match=r"needs a uint8 image, as PIL's: put it before ToFloat"):
+        T.Compose([T.ToFloat(), T.ColorJitter(0.4)])
+    with pytest.raises(T.TransformError, match=r"item 1: ColorJitter.* 1 or 3 channels, not 4"):
+        T.Compose([T.ColorJitter(0.4)])(photo(channels=4), index=1)
+
+
+def test_color_jitter_draws_an_order_and_factors_per_item():
+    op = T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+    orders = set()
+    for index in range(50):
+        order, factors = jitter_params(op, T.ItemRandom(1, index))
+        assert sorted(order) == [0, 1, 2, 3]
+        orders.add(tuple(order))
+        assert all(0.6 <= f <= 1.4 for f in factors[:3]) and -0.1 <= factors[3] <= 0.1
+    assert len(orders) > 12
+    # Off adjustments draw nothing: only the order, then brightness.
+    order, factors = jitter_params(T.ColorJitter(brightness=0.4), T.ItemRandom(1, 0))
+    assert factors[1:] == [None, None, None]
+    gray = photo(channels=1)
+    only_hue = T.Compose([T.ColorJitter(saturation=0.9, hue=0.5)])
+    np.testing.assert_array_equal(only_hue(gray, index=3), gray)  # nothing to turn on gray

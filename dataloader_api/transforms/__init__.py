@@ -16,6 +16,8 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
+from ._op_color import ColorJitter
+from ._op_erasing import RandomErasing
 from ._ops import (
     INTERPOLATIONS,
     PADDING_MODES,
@@ -28,7 +30,6 @@ from ._ops import (
     Pad,
     PadTo,
     RandomCrop,
-    RandomErasing,
     RandomHFlip,
     RandomResizedCrop,
     RandomVFlip,
@@ -52,6 +53,7 @@ __all__ = [
     "TOLERANCES",
     "BoundPipeline",
     "CenterCrop",
+    "ColorJitter",
     "Compose",
     "Crop",
     "Decode",

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._color import color_jitter
 from ._decode import decode
 from ._errors import TransformError
 from ._op_erasing import RandomErasing
@@ -280,7 +281,7 @@ def erasing_params(
 
 def _random_erasing(op: RandomErasing, image: Any, random: Any, index: Any) -> Any:
     channels, height, width = image.shape
-    if op.value != "random" and len(op.value) not in (1, channels):
+    if isinstance(op.value, tuple) and len(op.value) not in (1, channels):
         count = len(op.value)
         raise TransformError(index, f"{op!r}: value has {count} numbers for {channels} channels")
     params = erasing_params(op, random, channels, height, width)
@@ -337,6 +338,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "pad": _pad,
     "random_crop": _random_crop,
     "random_erasing": _random_erasing,
+    "color_jitter": color_jitter,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -4,6 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use dataloader_imaging::color::Jitter;
 use dataloader_imaging::erasing::ErasingValue;
 use dataloader_imaging::pipeline::Size;
 use dataloader_imaging::random_crop::PadMode;
@@ -109,6 +110,21 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
                 ratio: range(&get("ratio")?)?,
                 value,
             }
+        }
+        "color_jitter" => {
+            let range = |key: &str| -> PyResult<Option<(f64, f64)>> {
+                let value = get(key)?;
+                if value.is_none() {
+                    return Ok(None);
+                }
+                range(&value).map(Some)
+            };
+            Op::ColorJitter(Jitter {
+                brightness: range("brightness")?,
+                contrast: range("contrast")?,
+                saturation: range("saturation")?,
+                hue: range("hue")?,
+            })
         }
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,

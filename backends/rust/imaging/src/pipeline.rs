@@ -1,5 +1,6 @@
 //! A pipeline as the native side holds it, and its run on one item.
 
+use crate::color::{self, Jitter};
 use crate::decode::decode;
 use crate::erasing::{self, ErasingValue};
 use crate::ops;
@@ -56,6 +57,7 @@ pub enum Op {
         width: usize,
         value: f64,
     },
+    ColorJitter(Jitter),
     RandomErasing {
         p: f64,
         scale: (f64, f64),
@@ -130,6 +132,7 @@ impl Pipeline {
             Op::RandomResizedCrop { .. }
             | Op::RandomCrop { .. }
             | Op::RandomErasing { .. }
+            | Op::ColorJitter(_)
             | Op::RandomHFlip { .. }
             | Op::RandomVFlip { .. } => true,
             Op::Decode { .. }
@@ -280,6 +283,7 @@ impl Pipeline {
                 }
                 erasing::random_erasing(image, random, p, scale, ratio, value)
             }
+            Op::ColorJitter(ref jitter) => color::color_jitter(image, random, jitter)?,
             Op::HFlip => ops::flip(image, true),
             Op::VFlip => ops::flip(image, false),
             Op::RandomHFlip { p } => {
