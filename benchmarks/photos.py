@@ -99,8 +99,33 @@ class PillowPipeline(JpegFiles):
             image = image.resize((224, 224), Image.Resampling.BILINEAR, box)
         if rng.random() < 0.5:
             image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+        image = self.colour(image, rng)
         pixels = (np.asarray(image, np.float32) / np.float32(255) - MEAN) / STD
         return np.ascontiguousarray(pixels.transpose(2, 0, 1)), index % 1000
+
+    def colour(self, image: Any, rng: random.Random) -> Any:
+        return image
+
+
+class PillowJitterPipeline(PillowPipeline):
+    """The same, with torchvision's ``ColorJitter(0.4, 0.4, 0.4, 0.1)`` on PIL after
+    the flip: its four adjustments in a random order, as torchvision runs them."""
+
+    def colour(self, image: Any, rng: random.Random) -> Any:
+        from PIL import Image, ImageEnhance
+
+        steps = [0, 1, 2, 3]
+        rng.shuffle(steps)
+        for step in steps:
+            if step == 3:
+                hue, saturation, value = image.convert("HSV").split()
+                shift = np.uint8(int(rng.uniform(-0.1, 0.1) * 255) % 256)
+                shifted = Image.fromarray(np.asarray(hue, np.uint8) + shift, "L")
+                image = Image.merge("HSV", (shifted, saturation, value)).convert("RGB")
+            else:
+                enhance = (ImageEnhance.Brightness, ImageEnhance.Contrast, ImageEnhance.Color)
+                image = enhance[step](image).enhance(rng.uniform(0.6, 1.4))
+        return image
 
 
 def stack_pairs(batch: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:

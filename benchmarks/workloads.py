@@ -12,17 +12,16 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import peers
+from image_workload import images
 from import_time import import_times
 from instructions import instructions
 from measure import (
     Entry,
     Table,
-    count_pairs,
     measure,
     rates_table,
     startup_times,
@@ -291,56 +290,6 @@ def attach_once(s: Settings) -> list[Table]:
     title = "7. Attach once vs a new thread state per job: trivial items, batch 32"
     derived = {"per_task_attach_us_per_batch": per_batch_us}
     return [Table("attach", "attach", "attach", title, "items/s", rows, None, derived)]
-
-
-def images(s: Settings) -> list[Table]:
-    """JPEG files through decode, random resized crop, flip and normalize: natively
-    (``transform=`` a pipeline) against the same pipeline in Pillow, on each loader."""
-    import tempfile
-
-    from photos import JpegFiles, PillowPipeline, stack_pairs, write_jpegs
-
-    from dataloader_api import DataLoader
-    from dataloader_api import transforms as T
-
-    pipeline = T.Compose(
-        [T.Decode(), T.ToRGB(), T.RandomResizedCrop(224), T.RandomHFlip(), T.ToFloat(),
-         T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]), T.ToCHW()],
-        on=0,
-    )  # fmt: skip
-    with tempfile.TemporaryDirectory() as folder:
-        origin, paths = write_jpegs(Path(folder), 512 // s.scale)
-        files = [str(p) for p in paths]
-        jpegs, pillow = JpegFiles(files), PillowPipeline(files)
-
-        def ours(dataset: Any, name: str | None, workers: int, **kw: Any) -> Entry:
-            loader = DataLoader(dataset, batch_size=64, num_workers=workers, backend=name,
-                                persistent_workers=workers > 0, seed=0, **kw)  # fmt: skip
-            return Entry(label(name, workers, kw), count_pairs(loader), workers)
-
-        def label(name: str | None, workers: int, kw: dict[str, Any]) -> str:
-            how = "transforms pipeline" if kw else "Pillow in __getitem__"
-            where = f"{name}, {workers} workers" if workers else "calling thread"
-            return f"{how}: {where}"
-
-        native = {"transform": pipeline, "collate_fn": T.ImageCollate(on=0)}
-        entries: list[Entry | None] = [ours(pillow, None, 0)]
-        for workers in (1, 2):
-            entries += [ours(jpegs, name, workers, **native) for name in s.names]
-            entries += [ours(pillow, name, workers) for name in s.names]
-            torch = peers.torch_entry(pillow, workers, 64, count_pairs)
-            rs = peers.rs_entry(pillow, workers, 64, stack_pairs, count_pairs)
-            for entry in (torch, rs):
-                if entry is not None:
-                    entry.label = f"Pillow in __getitem__: {entry.label}"
-            entries += [torch, rs]
-        title = (
-            f"9. Images: {len(files)} JPEG files of 500x375 from {origin}, decode, random "
-            "resized crop 224, random flip, normalize to CHW float32, batch 64"
-        )
-        reference = (label(None, 0, {}), [])
-        table = rates_table("images", "images", title, entries, s.runs, reference)
-    return [table]
 
 
 WORKLOADS = [
