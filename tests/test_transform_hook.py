@@ -232,3 +232,23 @@ def test_resizing_an_empty_image_names_the_item_on_every_backend(image, op):
         error, message = _outcome([image, image], pipeline, backend)
         assert error is T.TransformError, (backend, error, message)
         assert message.startswith("transform of item 0: ") and "empty image" in message
+
+
+def test_color_jitter_equals_the_reference_on_every_colour():
+    """Hue goes through PIL's HSV and back, in floats: all 256 x 256 x 86 colours
+    (every third blue) under shifts of both signs give the reference's pixels."""
+    levels = np.arange(256)
+    cube = np.stack(np.meshgrid(levels, levels, levels[::3], indexing="ij"), -1)
+    image = cube.reshape(256, -1, 3).astype(np.uint8)
+    pipeline = T.Compose([T.ColorJitter(brightness=0.3, saturation=0.5, hue=0.5)])
+
+    def run(backend: str) -> list[np.ndarray]:
+        loader = DataLoader([image] * 3, batch_size=2, num_workers=1, backend=backend,
+                            transform=pipeline, collate_fn=list, seed=5)  # fmt: skip
+        return [item for batch in loader for item in batch]
+
+    reference = run("threads")
+    assert not np.array_equal(reference[0], reference[1])  # each item its own draws
+    for backend in BACKENDS:
+        for got, expected in zip(run(backend), reference, strict=True):
+            np.testing.assert_array_equal(got, expected, err_msg=backend)

@@ -2,6 +2,8 @@
 //! `f32` for brightness, contrast and saturation (`ImageEnhance`), Pillow's
 //! `rgb2hsv`/`hsv2rgb` (their mix of `f32` and `f64`) for hue.
 
+use std::sync::OnceLock;
+
 use crate::random::ItemRandom;
 use crate::{Fallback, Image, Pixels};
 
@@ -114,28 +116,34 @@ fn gray_as_rgb(v: &[u8]) -> Vec<u8> {
 /// torchvision's `adjust_hue` on PIL: H of PIL's HSV plus `int(factor * 255)`, wrapping.
 fn shift_hue(mut v: Vec<u8>, factor: f64) -> Vec<u8> {
     let shift = ((factor * 255.0) as i64).rem_euclid(256) as u8;
+    let tables = tables();
     for pixel in v.chunks_exact_mut(3) {
-        let [h, s, value] = rgb_to_hsv(pixel[0], pixel[1], pixel[2]);
-        pixel.copy_from_slice(&hsv_to_rgb(h.wrapping_add(shift), s, value));
+        let [h, s, value] = rgb_to_hsv(tables, pixel[0], pixel[1], pixel[2]);
+        pixel.copy_from_slice(&hsv_to_rgb(tables, h.wrapping_add(shift), s, value));
     }
     v
+}
+
+/// C's `round` (half away from zero) of an `x >= 0`: `x - trunc(x)` is exact.
+fn round_up(x: f64) -> i64 {
+    let whole = x as i64;
+    whole + (x - whole as f64 >= 0.5) as i64
 }
 
 fn clip8(value: i64) -> u8 {
     value.clamp(0, 255) as u8
 }
 
-/// Pillow's `rgb2hsv_row`: `f32` variables, `f64` constants.
-fn rgb_to_hsv(r: u8, g: u8, b: u8) -> [u8; 3] {
+/// Pillow's `rgb2hsv_row`: `f32` variables, `f64` constants. Its divisions
+/// come from tables of every `u8` operand pair, made once (`Tables`).
+fn rgb_to_hsv(tables: &Tables, r: u8, g: u8, b: u8) -> [u8; 3] {
     let (maxc, minc) = (r.max(g).max(b), r.min(g).min(b));
     if minc == maxc {
         return [0, 0, maxc];
     }
-    let cr = (maxc - minc) as f32;
-    let s = cr / maxc as f32;
-    let rc = (maxc - r) as f32 / cr;
-    let gc = (maxc - g) as f32 / cr;
-    let bc = (maxc - b) as f32 / cr;
+    let cr = maxc - minc;
+    let ratio = |x: u8| tables.ratio[(maxc - x) as usize * 256 + cr as usize];
+    let (rc, gc, bc) = (ratio(r), ratio(g), ratio(b));
     let h: f32 = if r == maxc {
         bc - gc
     } else if g == maxc {
@@ -143,32 +151,80 @@ fn rgb_to_hsv(r: u8, g: u8, b: u8) -> [u8; 3] {
     } else {
         (4.0 + gc as f64 - rc as f64) as f32
     };
-    let h = ((h as f64 / 6.0 + 1.0) % 1.0) as f32;
+    // fmod(x, 1.0) for x in [5/6, 2): exact as a subtraction (Sterbenz), no libm call.
+    let x = h as f64 / 6.0 + 1.0;
+    let h = (if x >= 1.0 { x - 1.0 } else { x }) as f32;
     [
         clip8((h as f64 * 255.0) as i64),
-        clip8((s as f64 * 255.0) as i64),
+        tables.saturation[cr as usize * 256 + maxc as usize],
         maxc,
     ]
 }
 
+/// Pillow's quotients of `u8` operands, computed once per process: `ratio[d *
+/// 256 + cr]` is `(float)d / (float)cr`, `saturation[cr * 256 + maxc]` is
+/// `CLIP8((int)((cr / (float)maxc) * 255.0))`, and for `hsv2rgb` each hue's
+/// sector and remainder and each saturation's `s / 255.0`.
+struct Tables {
+    ratio: Vec<f32>,
+    saturation: Vec<u8>,
+    sector: [(i64, f32); 256],
+    fs: [f32; 256],
+}
+
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let mut ratio = vec![0.0f32; 256 * 256];
+        let mut saturation = vec![0u8; 256 * 256];
+        for a in 0..256usize {
+            for b in 1..256usize {
+                ratio[a * 256 + b] = a as f32 / b as f32;
+                let s = a as f32 / b as f32;
+                saturation[a * 256 + b] = clip8((s as f64 * 255.0) as i64);
+            }
+        }
+        let mut sector = [(0i64, 0.0f32); 256];
+        let mut fs = [0.0f32; 256];
+        for h in 0..256usize {
+            let whole = (h as f32 as f64 * 6.0 / 255.0).floor() as i64;
+            let f = (h as f32 as f64 * 6.0 / 255.0 - whole as f32 as f64) as f32;
+            sector[h] = (whole, f);
+            fs[h] = (h as f32 as f64 / 255.0) as f32;
+        }
+        Tables {
+            ratio,
+            saturation,
+            sector,
+            fs,
+        }
+    })
+}
+
 /// Pillow's `hsv2rgb`, C's `round` being half away from zero.
-fn hsv_to_rgb(h: u8, s: u8, v: u8) -> [u8; 3] {
+fn hsv_to_rgb(tables: &Tables, h: u8, s: u8, v: u8) -> [u8; 3] {
     if s == 0 {
         return [v, v, v];
     }
-    let sector = (h as f32 as f64 * 6.0 / 255.0).floor() as i64;
-    let f = (h as f32 as f64 * 6.0 / 255.0 - sector as f32 as f64) as f32;
-    let fs = (s as f32 as f64 / 255.0) as f32;
+    // Every value below is >= 0, where `round_up` is C's round without the
+    // libm call Rust makes without SSE4.1.
+    let (sector, f) = tables.sector[h as usize];
+    let fs = tables.fs[s as usize];
     let vf = v as f32 as f64;
-    let p = clip8((vf * (1.0 - fs as f64)).round() as i64);
-    let q = clip8((vf * (1.0 - (fs * f) as f64)).round() as i64);
-    let t = clip8((vf * (1.0 - fs as f64 * (1.0 - f as f64))).round() as i64);
-    match sector % 6 {
-        0 => [v, t, p],
-        1 => [q, v, p],
-        2 => [p, v, t],
-        3 => [p, q, v],
-        4 => [t, p, v],
-        _ => [v, p, q],
-    }
+    let p = clip8(round_up(vf * (1.0 - fs as f64)));
+    let q = clip8(round_up(vf * (1.0 - (fs * f) as f64)));
+    let t = clip8(round_up(vf * (1.0 - fs as f64 * (1.0 - f as f64))));
+    // The sector's channel order as indices into [v, p, q, t]: no branch to
+    // mispredict on a noisy image.
+    const ORDER: [[usize; 3]; 6] = [
+        [0, 3, 1],
+        [2, 0, 1],
+        [1, 0, 3],
+        [1, 2, 0],
+        [3, 1, 0],
+        [0, 1, 2],
+    ];
+    let values = [v, p, q, t];
+    let [a, b, c] = ORDER[(sector % 6) as usize];
+    [values[a], values[b], values[c]]
 }
