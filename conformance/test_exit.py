@@ -175,3 +175,76 @@ def test_interpreter_exit_mid_epoch(backend, thorough, gil_guard, scenario, exit
     }
     for _ in range(100 if thorough else 1):
         run_clean_child(code, exit_code, env)
+
+
+# User code that sleeps at exit, past the point where the process finalizes:
+# the thread that runs it is ended when it takes the interpreter back (CPython
+# <= 3.13 does so with pthread_exit). An object whose __del__ sleeps, held by a
+# module that finalization frees, keeps it going meanwhile, so that moment comes
+# before the process ends. (Held by __main__ it might never be freed: a leaked
+# dataset keeps __main__'s globals alive through its class's methods.)
+FINALIZING_PRELUDE = textwrap.dedent("""
+    import types
+    class HoldsFinalization:
+        def __del__(self, sleep=time.sleep):
+            sleep(0.6)
+    sys.modules["holds_finalization"] = types.ModuleType("holds_finalization")
+    sys.modules["holds_finalization"].held = HoldsFinalization()
+""")
+FINALIZING_SCENARIOS = {
+    # The consumer must decide to wait out the exit without running Python code:
+    # here, threading.current_thread (monkeypatched, as gevent does) sleeps.
+    "a daemon consumer while threading.current_thread sleeps": (
+        "class Held(Slow):\n"
+        "    def __getitem__(self, i):\n"
+        "        time.sleep(0.3 if i >= 4 else 0)\n"
+        "        return i\n"
+        "current_thread = threading.current_thread\n"
+        "def sleepy_current_thread(sleep=time.sleep):\n"
+        "    sleep(0.5)\n"
+        "    return current_thread()\n"
+        "def run():\n"
+        "    for _ in DataLoader(Held(), batch_size=4, num_workers=2, backend=BACKEND): pass\n"
+        "threading.Thread(target=run, daemon=True).start()\n"
+        "time.sleep(0.1)\n"
+        "threading.current_thread = sleepy_current_thread"
+    ),
+    # A worker's thread-local values are freed when the worker ends, past the exit
+    # bound when their __del__ sleeps longer than it.
+    "a worker's thread-local value whose __del__ outlasts the exit bound": (
+        "local = threading.local()\n"
+        "class Lingers:\n"
+        "    def __del__(self, sleep=time.sleep):\n"
+        "        sleep(0.6)\n"
+        "def init(worker_id):\n"
+        "    local.value = Lingers()\n"
+        "loader = DataLoader(Slow(), batch_size=4, num_workers=2, worker_init_fn=init,"
+        " persistent_workers=True, backend=BACKEND)\n"
+        "it = iter(loader); next(it)"
+    ),
+    # An iterable dataset's generator is closed, running its finally block, when
+    # the exit hook closes the epoch.
+    "a generator whose finally block outlasts the exit bound": (
+        "from dataloader_api import IterableDataset\n"
+        "class Stream(IterableDataset):\n"
+        "    def __iter__(self):\n"
+        "        try:\n"
+        "            while True:\n"
+        "                time.sleep(0.002)\n"
+        "                yield 1\n"
+        "        finally:\n"
+        "            time.sleep(0.6)\n"
+        "it = iter(DataLoader(Stream(), batch_size=4, num_workers=2, backend=BACKEND)); next(it)"
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(FINALIZING_SCENARIOS))
+def test_interpreter_exit_while_user_code_sleeps_into_finalization(backend, thorough, scenario):
+    """A thread that sleeps in user code at exit, and takes the interpreter back
+    while it finalizes, ends without taking the process down with it."""
+    body = FINALIZING_SCENARIOS[scenario]
+    code = f"BACKEND = {backend!r}\n" + EXIT_PRELUDE + FINALIZING_PRELUDE + body + "\nsys.exit(3)\n"
+    env = {**os.environ, "DATALOADER_EXIT_TIMEOUT": "0.3"}
+    for _ in range(10 if thorough else 1):
+        run_clean_child(code, 3, env)

@@ -46,8 +46,8 @@ int dl_guarded_ensure(int (*fn)(void)) {
     return state;
 }
 
-void dl_guarded_restore(void (*fn)(void *), void *thread_state) {
+void dl_guarded_void1(void (*fn)(void *), void *a) {
     DL_GUARD;
-    fn(thread_state);
+    fn(a);
     DL_DISARM;
 }

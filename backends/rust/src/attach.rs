@@ -5,6 +5,8 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread::ThreadId;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -18,7 +20,7 @@ extern "C" {
         c: *mut c_void,
     ) -> *mut c_void;
     fn dl_guarded_ensure(f: *const c_void) -> i32;
-    fn dl_guarded_restore(f: *const c_void, thread_state: *mut c_void);
+    fn dl_guarded_void1(f: *const c_void, a: *mut c_void);
 }
 
 /// Set by the interpreter's exit hook once running jobs returned (or the bound
@@ -27,13 +29,24 @@ static EXITING: AtomicBool = AtomicBool::new(false);
 /// Set when the exit hook starts: a consumer on another thread whose pool the
 /// hook closes parks instead of raising into user code.
 static EXIT_STARTED: AtomicBool = AtomicBool::new(false);
+/// The thread that runs the exit hook, the one that goes on to finalize.
+static EXIT_THREAD: OnceLock<ThreadId> = OnceLock::new();
 
+/// Called by the exit hook, on the thread that finalizes the interpreter.
 pub fn begin_exit() {
+    let _ = EXIT_THREAD.set(std::thread::current().id());
     EXIT_STARTED.store(true, Ordering::SeqCst);
 }
 
 pub fn exit_started() -> bool {
     EXIT_STARTED.load(Ordering::SeqCst) || exiting()
+}
+
+/// Exit began, and on a thread other than this one. Asks no Python code: a
+/// thread that runs bytecode here can be ended mid-call once finalization
+/// starts (see csrc/guard.c).
+pub fn exit_started_elsewhere() -> bool {
+    exit_started() && EXIT_THREAD.get() != Some(&std::thread::current().id())
 }
 
 pub fn mark_exiting() {
@@ -125,11 +138,14 @@ impl Drop for Ensured {
 /// SIGSEGV on CPython 3.11 and 3.12 before 3.12.5 (gh-119585), the interpreters
 /// our users have. With the counter at 1 it goes 1 -> 2 -> 1 and nothing ends.
 ///
+/// Clearing runs user code (a `__del__` that sleeps takes the interpreter back),
+/// so it is guarded like a call.
+///
 /// # Safety
 /// Attached, with the thread's own state, which no one else still uses.
 unsafe fn end_thread_state() {
     let own = ffi::PyThreadState_Get();
-    ffi::PyThreadState_Clear(own);
+    dl_guarded_void1(ffi::PyThreadState_Clear as *const c_void, own.cast());
     ffi::PyThreadState_DeleteCurrent();
 }
 
@@ -167,7 +183,7 @@ pub fn thread_end() {
     // SAFETY: this thread's own state, detached since thread_start.
     unsafe {
         let own = ffi::PyGILState_GetThisThreadState();
-        dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, own.cast());
+        dl_guarded_void1(ffi::PyEval_RestoreThread as *const c_void, own.cast());
     }
     drop(Ensured {
         state,
@@ -200,7 +216,7 @@ pub fn detached<R>(_py: Python<'_>, f: impl FnOnce() -> R) -> R {
     let saved = unsafe { ffi::PyEval_SaveThread() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     // SAFETY: re-activates the state saved above, on the same thread.
-    unsafe { dl_guarded_restore(ffi::PyEval_RestoreThread as *const c_void, saved.cast()) };
+    unsafe { dl_guarded_void1(ffi::PyEval_RestoreThread as *const c_void, saved.cast()) };
     if pool_call {
         POOL_ATTACHED.fetch_add(1, Ordering::SeqCst);
     }
@@ -208,6 +224,13 @@ pub fn detached<R>(_py: Python<'_>, f: impl FnOnce() -> R) -> R {
         Ok(value) => value,
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// Drop `object`'s reference through the guard: freeing it runs user code
+/// (`__del__`, a generator's `finally`) that may take the interpreter back.
+pub fn release(_py: Python<'_>, object: Py<PyAny>) {
+    // SAFETY: attached (we hold `_py`); Py_DecRef takes the one owned reference.
+    unsafe { dl_guarded_void1(ffi::Py_DecRef as *const c_void, object.into_ptr().cast()) }
 }
 
 /// `callable(*args)` through the guard.

@@ -112,19 +112,23 @@ fn drain(shared: Arc<IterShared>, stream: usize, open_stream: Arc<Py<PyAny>>) {
             }
         };
         shared.changed.notify_all();
-        if leftover.is_some() {
-            attach::with_python(|_| drop(leftover));
+        if let Some(leftover) = leftover {
+            attach::with_python(|py| match leftover {
+                Step::Batch(batch) => attach::release(py, batch),
+                other => drop(other),
+            });
             break;
         }
         if finished {
             break;
         }
     }
-    if items.is_some() {
+    if let Some(items) = items {
         if attach::exiting() {
             std::mem::forget(items);
         } else {
-            attach::with_python(|_| drop(items));
+            // Closing a generator runs its `finally` blocks.
+            attach::with_python(|py| attach::release(py, items));
         }
     }
 }
@@ -221,7 +225,8 @@ impl IterStream {
             })?;
             if !arrived {
                 Epoch::close(&**shared);
-                let error = self.on_timeout.bind(py).call1((*delivered,))?;
+                let args = PyTuple::new(py, [*delivered])?;
+                let error = attach::call(py, self.on_timeout.bind(py), args.as_any())?;
                 return Err(PyErr::from_value(error));
             }
         }

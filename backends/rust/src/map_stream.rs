@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use dataloader_core::Window;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use crate::attach;
 use crate::contract::StreamSpec;
@@ -307,7 +308,8 @@ impl MapStream {
             let position = lock(&shared.window).waiting_for();
             consumer.jobs = None;
             Epoch::close(&**shared);
-            let error = self.on_timeout.bind(py).call1((position,))?;
+            let args = PyTuple::new(py, [position])?;
+            let error = attach::call(py, self.on_timeout.bind(py), args.as_any())?;
             return Err(PyErr::from_value(error));
         }
         let taken = lock(&shared.window).take();

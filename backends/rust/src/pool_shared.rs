@@ -20,8 +20,8 @@
 //! pthread_exit, which aborts through C++ frames). After the exit flag is set
 //! no pool thread attaches again, not even to drop a reference (what it still
 //! holds is leaked), and nothing waits for a thread: one still inside user
-//! code past the bound may never come back. A consumer on a
-//! non-main thread whose pool was closed that way waits until the process
+//! code past the bound may never come back. A consumer on a thread other than
+//! the hook's whose pool was closed that way waits until the process
 //! ends (`wait::wait_out_interpreter_exit`). In a forked child, which has none
 //! of the pool's threads, closing touches nothing (`PoolShared::inherited`).
 

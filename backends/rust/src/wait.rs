@@ -17,21 +17,12 @@ const SPIN: Duration = Duration::from_micros(50);
 /// How long a consumer with its batch ready spins for the GIL to look free.
 const SETTLE: Duration = Duration::from_micros(20);
 
-/// A consumer on a non-main thread whose pool the exit hook closed waits, detached,
-/// until the process ends, like any daemon thread: raising into user code (or
-/// ending its loop early) while the interpreter shuts down would run user code.
+/// A consumer on a thread other than the exiting one, whose pool the exit hook
+/// closed, waits, detached, until the process ends, like any daemon thread:
+/// raising into user code (or ending its loop early) while the interpreter
+/// shuts down would run user code. Runs no Python code to decide.
 pub fn wait_out_interpreter_exit(py: Python<'_>) {
-    if !attach::exit_started() {
-        return;
-    }
-    let on_main = py
-        .import("threading")
-        .and_then(|t| {
-            Ok(t.call_method0("current_thread")?
-                .is(&t.call_method0("main_thread")?))
-        })
-        .unwrap_or(true);
-    if !on_main {
+    if attach::exit_started_elsewhere() {
         attach::detached(py, || loop {
             std::thread::park();
         });
