@@ -41,6 +41,12 @@ def _size(op: str, name: str, value: Any) -> Sequence[int] | int:
     )
 
 
+def _box_size(op: str, name: str, value: Any) -> tuple[int, int]:
+    """A crop's (height, width): an int is a square, as torchvision's crops take it."""
+    size = _size(op, name, value)
+    return size if isinstance(size, tuple) else (size, size)
+
+
 def _number(op: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{op}: {name} should be a finite number, but got {name}={value!r}")

@@ -18,6 +18,7 @@ from ._op_base import (
     INTERPOLATIONS,
     Kind,
     Op,
+    _box_size,
     _channels,
     _fill_fits,
     _int,
@@ -127,8 +128,7 @@ class CenterCrop(Op):
     name: ClassVar[str] = "center_crop"
 
     def __post_init__(self) -> None:
-        size = _size("CenterCrop", "size", self.size)
-        _set(self, "size", size if isinstance(size, tuple) else (size, size))
+        _set(self, "size", _box_size("CenterCrop", "size", self.size))
 
 
 @dataclass(frozen=True)
@@ -164,8 +164,7 @@ class RandomResizedCrop(Op):
     random: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        size = _size("RandomResizedCrop", "size", self.size)
-        _set(self, "size", size if isinstance(size, tuple) else (size, size))
+        _set(self, "size", _box_size("RandomResizedCrop", "size", self.size))
         _set(self, "scale", _range("RandomResizedCrop", "scale", self.scale, positive=True))
         _set(self, "ratio", _range("RandomResizedCrop", "ratio", self.ratio, positive=True))
         if self.interpolation not in INTERPOLATIONS:
@@ -236,8 +235,7 @@ class RandomCrop(Op):
     random: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        size = _size("RandomCrop", "size", self.size)
-        _set(self, "size", size if isinstance(size, tuple) else (size, size))
+        _set(self, "size", _box_size("RandomCrop", "size", self.size))
         _set(self, "padding", _padding(self.padding))
         if not isinstance(self.pad_if_needed, bool):
             raise TypeError(
