@@ -94,6 +94,37 @@ def test_webdataset_shards(tmp_path, backend, num_workers):
     assert ours == theirs == list(range(40))
 
 
+def test_tar_shards_read_the_samples_webdataset_reads(tmp_path):
+    """TarShards' samples, keys, URLs and fields equal webdataset's over the same
+    shards, webdataset's brace pattern and member names included."""
+    wds = pytest.importorskip("webdataset")
+    braceexpand = pytest.importorskip("braceexpand")
+    from dataloader_api.shards import TarShards, expand_braces
+
+    for pattern in ["s-{000..011}.tar", "x{1..9..4}{a,b}", "{a,{b,c}}-{7..10}", "{a}", "z"]:
+        assert expand_braces(pattern) == list(braceexpand.braceexpand(pattern))
+    long_name = "deep/" * 30 + "sample"  # past ustar's 100 bytes: a pax header
+    for shard in range(3):
+        with wds.TarWriter(str(tmp_path / f"shard-{shard:02d}.tar")) as sink:
+            for i in range(7):
+                key = f"{long_name if i == 3 else 'k'}{shard}-{i}"
+                sink.write(
+                    {
+                        "__key__": key,
+                        "cls": str(i).encode(),
+                        "JPG": bytes(range(i * 30 % 256)),
+                        "meta.json": b'{"i": %d}' % i,
+                    }
+                )
+    urls = str(tmp_path / "shard-{00..02}.tar")
+    theirs = list(wds.WebDataset(urls, shardshuffle=False, empty_check=False))
+    for sample in theirs:  # webdataset 1.0 repeats a local shard's __url__ here
+        assert sample.pop("__local_path__") == sample["__url__"]
+    ours = TarShards(urls)
+    assert len(ours) == len(theirs) == 21
+    assert [ours[i] for i in range(len(ours))] == theirs
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("num_workers", WORKERS)
 def test_torchvision_image_folder_with_v2_transforms(tmp_path, backend, num_workers):

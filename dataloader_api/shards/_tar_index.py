@@ -1,0 +1,148 @@
+"""What a tar shard holds, found by reading its headers once: its samples,
+each a key and its fields' (offset, size) in the file.
+
+Members are grouped into samples as webdataset groups them: a member's name
+splits into a key (up to the first dot of its last path component) and an
+extension (the rest, lowercased); consecutive members with one key make one
+sample. Names without a dot, directories, links, and webdataset's metadata
+names (``__...__``) are skipped; an extension twice in a sample is an error.
+A header that cannot be parsed, or data cut short, is an error naming the
+shard and the offset: a shard is never silently read in part.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+from dataclasses import dataclass
+from typing import BinaryIO
+
+__all__ = ["Sample", "ShardError", "ShardIndex", "scan_shard", "split_name"]
+
+_BLOCK = 512
+_NAME = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+_META = re.compile(r"__[^/]*__($|/)")
+
+
+class ShardError(ValueError):
+    """A tar shard cannot be read as indexed: corrupt, cut short, duplicate
+    fields in a sample, or changed since it was indexed. Names the shard and
+    the byte offset."""
+
+    def __init__(self, shard: str, offset: int, message: str) -> None:
+        super().__init__(f"tar shard {shard!r} at offset {offset}: {message}")
+        self.shard = shard
+        self.offset = offset
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (self.args[0], self.shard, self.offset))
+
+
+def _rebuild(text: str, shard: str, offset: int) -> ShardError:
+    error = ShardError.__new__(ShardError)
+    ValueError.__init__(error, text)
+    error.shard, error.offset = shard, offset
+    return error
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """``(key, extension)`` of a member's name, None when it has no extension."""
+    if "/" not in name and name.startswith("__") and name.endswith("__"):
+        return None
+    if _META.match(name):
+        return None
+    found = _NAME.match(name)
+    if not found:
+        return None
+    return found.group(1), found.group(2).lower()
+
+
+@dataclass(frozen=True)
+class Sample:
+    key: str
+    # extension -> (data offset, size), in the shard's order
+    fields: tuple[tuple[str, int, int], ...]
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The bytes holding every field: one read covers them."""
+        start = min(offset for _, offset, _ in self.fields)
+        end = max(offset + size for _, offset, size in self.fields)
+        return start, end - start
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    shard: str
+    size: int
+    mtime_ns: int
+    samples: tuple[Sample, ...]
+
+
+def _check_end(shard: str, file: BinaryIO, offset: int, size: int) -> None:
+    """tarfile stops quietly at a bad header past the first: read what is there."""
+    if offset >= size:
+        return
+    file.seek(offset)
+    block = file.read(_BLOCK)
+    if block.count(0) == len(block):
+        return  # the end-of-archive zeros
+    if len(block) < _BLOCK:
+        raise ShardError(shard, offset, f"a tar header cut short ({len(block)} of 512 bytes)")
+    raise ShardError(shard, offset, "not a valid tar header (corrupt shard)")
+
+
+def _group(shard: str, members: list[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
+    samples: list[Sample] = []
+    key: str | None = None
+    fields: list[tuple[str, int, int]] = []
+    for name, header_offset, data_offset, size in members:
+        split = split_name(name)
+        if split is None:
+            continue
+        member_key, extension = split
+        if member_key != key:
+            if fields:
+                samples.append(Sample(key, tuple(fields)))  # type: ignore[arg-type]
+            key, fields = member_key, []
+        if any(extension == seen for seen, _, _ in fields):
+            raise ShardError(
+                shard,
+                header_offset,
+                f"member {name!r}: a second {extension!r} field of sample {key!r}",
+            )
+        fields.append((extension, data_offset, size))
+    if fields:
+        samples.append(Sample(key, tuple(fields)))  # type: ignore[arg-type]
+    return tuple(samples)
+
+
+def scan_shard(shard: str) -> ShardIndex:
+    """Read ``shard``'s headers (a local tar file) into its index."""
+    try:
+        file = open(shard, "rb")  # noqa: SIM115 (closed by the with below)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(error.errno, "tar shard not found", shard) from None
+    with file:
+        status = os.fstat(file.fileno())
+        try:
+            # Not closed: closing it would close `file`, which the with below owns.
+            tar = tarfile.open(fileobj=file, mode="r:")  # noqa: SIM115
+        except tarfile.ReadError as error:
+            raise ShardError(shard, 0, f"not a tar file ({error})") from None
+        members: list[tuple[str, int, int, int]] = []
+        while True:
+            offset = tar.offset
+            try:
+                info = tar.next()
+            except tarfile.ReadError as error:
+                last = f" (member {members[-1][0]!r} ends past the file's {status.st_size} bytes)"
+                raise ShardError(shard, offset, f"{error}{last if members else ''}") from None
+            if info is None:
+                break
+            tar.members = []  # type: ignore[attr-defined]  # an index, not tarfile's list, holds what we keep
+            if info.isreg():
+                members.append((info.name, info.offset, info.offset_data, info.size))
+        _check_end(shard, file, tar.offset, status.st_size)
+    return ShardIndex(shard, status.st_size, status.st_mtime_ns, _group(shard, members))
