@@ -28,6 +28,7 @@ from nox_install import (
     CFFI_REFUSES,
     RUST,
     TEST_DEPS,
+    built_rust_wheels,
     install_project,
     install_suite,
     installed_backends,
@@ -332,7 +333,9 @@ def build(session: nox.Session) -> None:
     session.log(f"wheels for: {', '.join(interpreters)}")
     dist = str(ROOT / "dist")
     build_env = rust_build_env(session)
-    session.run("python", "scripts/build_dists.py", dist, *interpreters, env=build_env)
+    # The release wheels the test sessions built from this very source, if any.
+    reuse = [a for folder in built_rust_wheels(session) for a in ("--reuse", str(folder))]
+    session.run("python", "scripts/build_dists.py", dist, *reuse, *interpreters, env=build_env)
     session.run("python", "scripts/check_install.py", dist, *interpreters)
 
 

@@ -118,6 +118,13 @@ def backend_wheel(session: nox.Session, folder: Path) -> str:
     return str(wheels[-1])
 
 
+def built_rust_wheels(session: nox.Session) -> list[Path]:
+    """The folders of rust wheels ``backend_wheel`` built from the current source,
+    one per interpreter that had a session."""
+    digest = _source_digest(RUST, rust_build_env(session))
+    return sorted(WHEELS.glob(f"{RUST.name}-*-{digest}"))
+
+
 def install_suite(session: nox.Session) -> None:
     """The project plus what the unit tests and the conformance suite need."""
     extra = os.environ.get("DATALOADER_EXTRA_BACKENDS", "").split()
