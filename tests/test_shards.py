@@ -18,6 +18,14 @@ from dataloader_api.shards import ShardError, ShardSampler, TarShards, expand_br
 BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Shard indexes kept in a folder of this test's, not the user's cache."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("DATALOADER_CACHE_DIR", str(folder))
+    return folder / "tar-index"
+
+
 def write_shard(path: Path, members: list[tuple[str, bytes]]) -> None:
     with tarfile.open(path, "w") as tar:
         for name, data in members:
@@ -147,6 +155,7 @@ def test_a_shard_changed_since_indexed_is_an_error(tmp_path):
         ({"shards": "x.tar", "decoders": {"CLS": "int"}}, ValueError, "lower case"),
         ({"shards": "x.tar", "decoders": {"cls": "float"}}, ValueError, "'float' is not a known"),
         ({"shards": "x.tar", "decoders": {"cls": 3}}, TypeError, r"decoders\['cls'\]"),
+        ({"shards": "x.tar", "index_cache": 1}, TypeError, "index_cache should be a folder"),
     ],
 )
 def test_bad_arguments_are_named(arguments, error, match):
@@ -286,3 +295,34 @@ def test_an_image_pipeline_on_a_shards_jpg_field(tmp_path, backend):
     expected = np.stack([pipeline(dataset[i])["jpg"] for i in range(6)])
     assert np.array_equal(np.concatenate([b["jpg"] for b in batches]), expected)
     assert [label for b in batches for label in b["cls"].tolist()] == list(range(6))
+
+
+def test_indexes_are_kept_and_read_again_when_a_shard_changes(tmp_path, private_cache, monkeypatch):
+    from dataloader_api.shards import _dataset
+
+    pattern = make_shards(tmp_path, 3, 4)
+    first = TarShards(pattern, decoders={"cls": "int"})
+    assert len(list(private_cache.glob("*.json"))) == 3
+    scanned: list[str] = []
+    real_scan = _dataset.scan_shard
+    monkeypatch.setattr(_dataset, "scan_shard", lambda s: scanned.append(s) or real_scan(s))
+    again = TarShards(pattern, decoders={"cls": "int"})
+    assert scanned == []  # every index came from the cache
+    assert [again[i] for i in range(12)] == [first[i] for i in range(12)]
+    write_shard(tmp_path / "train-001.tar", sample_members(4) + sample_members(5))
+    (next(private_cache.glob("*.json"))).write_text("{not json")  # a damaged entry
+    changed = TarShards(pattern, decoders={"cls": "int"})
+    assert str(tmp_path / "train-001.tar") in scanned and len(scanned) <= 2
+    assert changed.shard_sizes == (4, 2, 4)
+    assert [changed[i]["cls"] for i in range(10)] == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11]
+
+
+def test_index_cache_false_keeps_nothing_and_an_unwritable_cache_warns(tmp_path, private_cache):
+    pattern = make_shards(tmp_path, 2, 2)
+    TarShards(pattern, index_cache=False)
+    assert not private_cache.exists()
+    blocked = tmp_path / "file"
+    blocked.write_text("a file, not a folder")
+    with pytest.warns(RuntimeWarning, match="cannot keep shard indexes in"):
+        dataset = TarShards(pattern, index_cache=blocked / "cache")
+    assert len(dataset) == 4

@@ -6,10 +6,12 @@ import bisect
 import json
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .._datasets import Dataset
 from ..io._locations import item_index
+from . import _index_cache
 from ._pattern import ShardsArg, shard_list
 from ._tar_index import ShardError, ShardIndex, scan_shard
 
@@ -89,15 +91,29 @@ class TarShards(Dataset[dict[str, Any]]):
     ``"json"``, ``"bytes"`` or a function). A sample's fields are read with
     one read of the file.
 
+    Shard indexes are kept between runs in ``index_cache`` (a folder; by
+    default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
+    ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
+    while its shard's size and modification time are unchanged.
+
     Errors: a shard that does not exist raises ``FileNotFoundError`` naming
     it; a corrupt or cut-short shard, a field twice in a sample, or a shard
     changed since it was indexed raise ``ShardError`` naming the shard and the
     offset. No sample is ever silently dropped.
     """
 
-    def __init__(self, shards: ShardsArg, *, decoders: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        shards: ShardsArg,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        index_cache: str | os.PathLike[str] | bool | None = None,
+    ) -> None:
         self._decoders = _checked_decoders(decoders)
-        self._indexes: tuple[ShardIndex, ...] = tuple(scan_shard(s) for s in shard_list(shards))
+        cache = _cache_folder(index_cache)
+        self._indexes: tuple[ShardIndex, ...] = tuple(
+            _indexed(s, cache) for s in shard_list(shards)
+        )
         ends, total = [], 0
         for index in self._indexes:
             total += len(index.samples)
@@ -138,6 +154,28 @@ class TarShards(Dataset[dict[str, Any]]):
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"
+
+
+def _cache_folder(index_cache: Any) -> Path | None:
+    if index_cache is None or index_cache is True:
+        return _index_cache.default_folder()
+    if index_cache is False:
+        return None
+    if isinstance(index_cache, str | os.PathLike):
+        return Path(index_cache)
+    raise TypeError(
+        "index_cache should be a folder, None or True (the user cache folder), or False "
+        f"(keep no index), but got index_cache={index_cache!r}"
+    )
+
+
+def _indexed(shard: str, cache: Path | None) -> ShardIndex:
+    if cache is not None and (kept := _index_cache.load(cache, shard)) is not None:
+        return kept
+    index = scan_shard(shard)
+    if cache is not None:
+        _index_cache.store(cache, index)
+    return index
 
 
 def _read_span(shard: ShardIndex, start: int, length: int) -> bytes:

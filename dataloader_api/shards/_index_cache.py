@@ -1,0 +1,94 @@
+"""Shard indexes kept between runs: a tar's headers are read once per version
+of the file, not once per process.
+
+One JSON file per shard in the cache folder, named by a hash of the shard's
+absolute path, valid while the shard's size and modification time are those
+it records. Written to a temporary name then renamed, so that ranks indexing
+the same shards at once never read half a file. The folder is ``index_cache=``,
+else ``$DATALOADER_CACHE_DIR/tar-index``, else ``$XDG_CACHE_HOME`` or
+``~/.cache``, then ``dataloader-api/tar-index``. A cache that cannot be read
+is indexed again; one that cannot be written warns once and is not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ._tar_index import Sample, ShardIndex
+
+__all__ = ["default_folder", "load", "store"]
+
+_VERSION = 1
+_warned: set[str] = set()
+
+
+def default_folder() -> Path:
+    chosen = os.environ.get("DATALOADER_CACHE_DIR")
+    if chosen:
+        return Path(chosen) / "tar-index"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dataloader-api" / "tar-index"
+
+
+def _entry(folder: Path, shard: str) -> Path:
+    name = hashlib.sha256(os.path.abspath(shard).encode("utf-8", "surrogateescape")).hexdigest()
+    return folder / f"{name[:32]}.json"
+
+
+def load(folder: Path, shard: str) -> ShardIndex | None:
+    """``shard``'s cached index, if there is one for the file as it is now."""
+    try:
+        status = os.stat(shard)
+        with open(_entry(folder, shard), encoding="utf-8") as file:
+            data: dict[str, Any] = json.load(file)
+        if (data["version"], data["path"], data["size"], data["mtime_ns"]) != (
+            _VERSION,
+            os.path.abspath(shard),
+            status.st_size,
+            status.st_mtime_ns,
+        ):
+            return None
+        samples = tuple(
+            Sample(key, tuple((extension, offset, size) for extension, offset, size in fields))
+            for key, fields in data["samples"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # absent, stale or unreadable: index again
+    return ShardIndex(shard, status.st_size, status.st_mtime_ns, samples)
+
+
+def store(folder: Path, index: ShardIndex) -> None:
+    """Keep ``index`` for the next run; warns once per folder if it cannot."""
+    data = {
+        "version": _VERSION,
+        "path": os.path.abspath(index.shard),
+        "size": index.size,
+        "mtime_ns": index.mtime_ns,
+        "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(data, file, separators=(",", ":"))
+            os.replace(temporary, _entry(folder, index.shard))
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as error:
+        if str(folder) not in _warned:
+            _warned.add(str(folder))
+            warnings.warn(
+                f"TarShards: cannot keep shard indexes in {str(folder)!r} ({error}); each "
+                "process reads the shards' headers again. Pass index_cache= a writable "
+                "folder, or index_cache=False to not keep them",
+                RuntimeWarning,
+                stacklevel=4,
+            )
