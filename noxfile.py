@@ -255,6 +255,7 @@ def bench(session: nox.Session) -> None:
         if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
             peers.append("dataloader-rs")
         if not free_threaded:
+            peers.append("webdataset")  # workload 14's peer (its pyyaml: GIL builds' wheels)
             peers.append("grain")
             # Workload 9's source photos; on 3.13t its scipy would need a Fortran
             # build (with numpy<2.5), so photos.py generates scenes there.

@@ -1,4 +1,4 @@
-"""The twelve workloads: what each table measures, over which loaders and
+"""The workloads: what each table measures, over which loaders and
 datasets (synthetic.py), at which sizes. Each workload has a number (``--only``)
 and a stable id, and returns its tables as data (measure.Table), measured but
 not rendered.
@@ -30,6 +30,7 @@ from measure import (
 )
 from remote import remote
 from scaling import scaling
+from shards_workload import shards
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial, TrivialBatches
 from under_load import under_load
 
@@ -310,4 +311,5 @@ WORKLOADS = [
         lambda s: instructions(s.names, s.quick, peers.installed("dataloader-rs")),
     ),
     Workload("13", "under_load", lambda s: under_load(s.names, s.runs, s.quick)),
+    Workload("14", "shards", shards),
 ]
