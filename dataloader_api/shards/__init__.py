@@ -9,7 +9,8 @@ shard by ``ShardSampler``.
 
 from __future__ import annotations
 
-from ._dataset import DECODERS, TarShards
+from ._dataset import TarShards
+from ._decoders import DECODERS
 from ._pattern import expand_braces
 from ._sampler import ShardSampler
 from ._tar_index import ShardError

@@ -3,75 +3,23 @@
 from __future__ import annotations
 
 import bisect
-import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .._datasets import Dataset
+from ..io._base import AsyncReadDataset
 from ..io._locations import item_index
 from . import _index_cache
+from ._decoders import checked_decoders
 from ._pattern import ShardsArg, shard_list
+from ._remote import RemoteShards
 from ._tar_index import ShardError, ShardIndex, scan_shard
 
-__all__ = ["DECODERS", "TarShards"]
+__all__ = ["TarShards"]
 
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8")
-
-
-def _int(data: bytes) -> int:
-    return int(data.decode("utf-8").strip())
-
-
-def _json(data: bytes) -> Any:
-    return json.loads(data)
-
-
-def _bytes(data: bytes) -> bytes:
-    return data
-
-
-# The decoders named by a string in ``decoders=``.
-DECODERS: dict[str, Callable[[bytes], Any]] = {
-    "bytes": _bytes,
-    "text": _text,
-    "int": _int,
-    "json": _json,
-}
-
-
-def _checked_decoders(decoders: Any) -> dict[str, Callable[[bytes], Any]]:
-    if decoders is None:
-        return {}
-    if not isinstance(decoders, Mapping):
-        raise TypeError(
-            "decoders should map a field's extension to a decoder, for example "
-            f"{{'cls': 'int', 'json': 'json'}}, but got decoders={decoders!r}"
-        )
-    checked = {}
-    for extension, decoder in decoders.items():
-        if not isinstance(extension, str) or not extension or extension != extension.lower():
-            raise ValueError(
-                "decoders: each key should be a field's extension in lower case, as samples "
-                f"name them ('jpg', 'cls'), but got {extension!r}"
-            )
-        if isinstance(decoder, str):
-            if decoder not in DECODERS:
-                raise ValueError(
-                    f"decoders[{extension!r}]={decoder!r} is not a known decoder: use one of "
-                    f"{sorted(DECODERS)} or a function of the field's bytes"
-                )
-            decoder = DECODERS[decoder]
-        elif not callable(decoder):
-            raise TypeError(
-                f"decoders[{extension!r}] should be a decoder's name or a function of the "
-                f"field's bytes, but got {decoder!r}"
-            )
-        checked[extension] = decoder
-    return checked
+_REMOTE = ("http://", "https://")
 
 
 class TarShards(Dataset[dict[str, Any]]):
@@ -79,46 +27,94 @@ class TarShards(Dataset[dict[str, Any]]):
 
     ``shards`` is a brace pattern (``"train-{000000..000099}.tar"``, as
     webdataset writes it), a path, a list of paths, or a function returning
-    one of those; so far local files only. Each shard's headers are read once,
-    when the dataset is made, into an index of its samples; ``len()``, any
-    sampler, ``distributed=True`` and ``state_dict()`` then work as for any
-    map-style dataset. ``ShardSampler`` orders an epoch shard by shard.
+    one of those; local files, or ``http(s)://`` URLs. An ``io`` dataset whose
+    item ``s`` is shard ``s`` (``HttpDataset`` with your headers and retries,
+    ``ObjectStoreDataset`` for S3) works too. Each shard's headers are read
+    once into an index of its samples; ``len()``, any sampler,
+    ``distributed=True`` and ``state_dict()`` then work as for any map-style
+    dataset. ``ShardSampler`` orders an epoch shard by shard.
 
     Item ``i`` is a dict like webdataset's: ``"__key__"`` (the members' common
     name), ``"__url__"`` (the shard) and one entry per field, keyed by its
     extension in lower case (``"jpg"``, ``"cls"``), holding its bytes, or
     what ``decoders[extension]`` makes of them (``"text"``, ``"int"``,
-    ``"json"``, ``"bytes"`` or a function). A sample's fields are read with
-    one read of the file.
+    ``"json"``, ``"bytes"`` or a function). A local sample is one read of its
+    file. A remote shard is requested whole, once, and kept in memory while
+    its samples are read, at most ``max_shards_in_memory`` at a time.
 
     Shard indexes are kept between runs in ``index_cache`` (a folder; by
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
     ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
-    while its shard's size and modification time are unchanged.
+    while a local shard's size and modification time are unchanged, and a
+    remote shard's length.
 
-    Errors: a shard that does not exist raises ``FileNotFoundError`` naming
-    it; a corrupt or cut-short shard, a field twice in a sample, or a shard
-    changed since it was indexed raise ``ShardError`` naming the shard and the
-    offset. No sample is ever silently dropped.
+    Errors: a local shard that does not exist raises ``FileNotFoundError``
+    naming it, a remote one the ``io`` dataset's ``FetchError``; a corrupt or
+    cut-short shard, a field twice in a sample, or a shard changed since it
+    was indexed raise ``ShardError`` naming the shard and the offset. No
+    sample is ever silently dropped.
     """
 
     def __init__(
         self,
-        shards: ShardsArg,
+        shards: ShardsArg | AsyncReadDataset,
         *,
         decoders: Mapping[str, Any] | None = None,
         index_cache: str | os.PathLike[str] | bool | None = None,
+        max_shards_in_memory: int = 8,
     ) -> None:
-        self._decoders = _checked_decoders(decoders)
-        cache = _cache_folder(index_cache)
+        self._decoders = checked_decoders(decoders)
+        if isinstance(max_shards_in_memory, bool) or not isinstance(max_shards_in_memory, int):
+            raise TypeError(
+                "max_shards_in_memory should be a positive int, but got "
+                f"max_shards_in_memory={max_shards_in_memory!r}"
+            )
+        if max_shards_in_memory < 1:
+            raise ValueError(
+                "max_shards_in_memory should be a positive int, but got "
+                f"max_shards_in_memory={max_shards_in_memory!r}"
+            )
+        self.max_shards_in_memory = max_shards_in_memory
+        self._cache = _cache_folder(index_cache)
+        self._remote = _remote_source(shards, max_shards_in_memory)
+        names = self._remote.names if self._remote else shard_list(shards)
         self._indexes: tuple[ShardIndex, ...] = tuple(
-            _indexed(s, cache) for s in shard_list(shards)
+            self._indexed(s, name) for s, name in enumerate(names)
         )
         ends, total = [], 0
         for index in self._indexes:
             total += len(index.samples)
             ends.append(total)
         self._ends = ends
+
+    def _key(self, shard: int, name: str) -> str:
+        """What names shard ``shard`` in the index cache: its URL or absolute path."""
+        if self._remote is not None:
+            return str(self._remote.source.locations.of(shard))
+        return os.path.abspath(name)
+
+    def _indexed(self, shard: int, name: str) -> ShardIndex:
+        cache, remote, key = self._cache, self._remote, self._key(shard, name)
+        if cache is not None:
+            status = None
+            if remote is None:
+                try:
+                    found = os.stat(name)
+                    status = (found.st_size, found.st_mtime_ns)
+                except OSError:
+                    status = (-1, -1)  # scan_shard says what is wrong
+            kept = _index_cache.load(cache, key, name, status)
+            if kept is not None:
+                return kept
+        index = remote.scan(shard) if remote else scan_shard(name)
+        if cache is not None:
+            _index_cache.store(cache, key, index)
+        return index
+
+    @property
+    def remote(self) -> bool:
+        """Whether shards are requested whole over the network and kept in memory."""
+        return self._remote is not None
 
     @property
     def shards(self) -> tuple[str, ...]:
@@ -144,7 +140,10 @@ class TarShards(Dataset[dict[str, Any]]):
         shard_index = self._indexes[shard]
         sample = shard_index.samples[position]
         start, length = sample.span
-        data = _read_span(shard_index, start, length)
+        if self._remote is None:
+            data = _read_span(shard_index, start, length)
+        else:
+            data = self._remote_span(shard, start, length)
         item: dict[str, Any] = {"__key__": sample.key, "__url__": shard_index.shard}
         for extension, offset, size in sample.fields:
             field = data[offset - start : offset - start + size]
@@ -152,8 +151,45 @@ class TarShards(Dataset[dict[str, Any]]):
             item[extension] = decoder(field) if decoder is not None else field
         return item
 
+    def _remote_span(self, shard: int, start: int, length: int) -> bytes:
+        assert self._remote is not None
+        whole = self._remote.whole(shard)
+        indexed = self._indexes[shard]
+        if len(whole) != indexed.size:
+            if self._cache is not None:
+                _index_cache.forget(self._cache, self._key(shard, indexed.shard))
+            raise ShardError(
+                indexed.shard,
+                0,
+                f"changed since it was indexed ({indexed.size} bytes then, {len(whole)} now): "
+                "make the dataset again (its index is no longer kept)",
+            )
+        return whole[start : start + length]
+
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"
+
+
+def _remote_source(shards: Any, max_in_memory: int) -> RemoteShards | None:
+    if isinstance(shards, AsyncReadDataset):
+        return RemoteShards(shards, max_in_memory)
+    if isinstance(shards, str) and shards.startswith("s3://"):
+        raise ValueError(
+            "shards: for an object store pass ObjectStoreDataset(url, keys=[...]) (its "
+            f"endpoint, region and credentials), not the string {shards!r}"
+        )
+    names = shard_list(shards)
+    remote = [n.startswith(_REMOTE) for n in names]
+    if not any(remote):
+        return None
+    if not all(remote):
+        raise ValueError(
+            "shards should be all local paths or all http(s):// URLs, but got both: "
+            f"{names[remote.index(False)]!r} and {names[remote.index(True)]!r}"
+        )
+    from ..io import HttpDataset
+
+    return RemoteShards(HttpDataset(names), max_in_memory)
 
 
 def _cache_folder(index_cache: Any) -> Path | None:
@@ -167,15 +203,6 @@ def _cache_folder(index_cache: Any) -> Path | None:
         "index_cache should be a folder, None or True (the user cache folder), or False "
         f"(keep no index), but got index_cache={index_cache!r}"
     )
-
-
-def _indexed(shard: str, cache: Path | None) -> ShardIndex:
-    if cache is not None and (kept := _index_cache.load(cache, shard)) is not None:
-        return kept
-    index = scan_shard(shard)
-    if cache is not None:
-        _index_cache.store(cache, index)
-    return index
 
 
 def _read_span(shard: ShardIndex, start: int, length: int) -> bytes:

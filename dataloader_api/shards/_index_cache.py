@@ -2,9 +2,11 @@
 of the file, not once per process.
 
 One JSON file per shard in the cache folder, named by a hash of the shard's
-absolute path, valid while the shard's size and modification time are those
-it records. Written to a temporary name then renamed, so that ranks indexing
-the same shards at once never read half a file. The folder is ``index_cache=``,
+absolute path (or URL), valid while a local shard's size and modification
+time are those it records; a remote shard's entry is checked against its
+length each time the shard is read, and forgotten when it differs. Written
+to a temporary name then renamed, so that ranks indexing the same shards at
+once never read half a file. The folder is ``index_cache=``,
 else ``$DATALOADER_CACHE_DIR/tar-index``, else ``$XDG_CACHE_HOME`` or
 ``~/.cache``, then ``dataloader-api/tar-index``. A cache that cannot be read
 is indexed again; one that cannot be written warns once and is not used.
@@ -12,6 +14,7 @@ is indexed again; one that cannot be written warns once and is not used.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +25,7 @@ from typing import Any
 
 from ._tar_index import Sample, ShardIndex
 
-__all__ = ["default_folder", "load", "store"]
+__all__ = ["default_folder", "forget", "load", "store"]
 
 _VERSION = 1
 _warned: set[str] = set()
@@ -36,38 +39,42 @@ def default_folder() -> Path:
     return Path(base) / "dataloader-api" / "tar-index"
 
 
-def _entry(folder: Path, shard: str) -> Path:
-    name = hashlib.sha256(os.path.abspath(shard).encode("utf-8", "surrogateescape")).hexdigest()
+def _entry(folder: Path, key: str) -> Path:
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
     return folder / f"{name[:32]}.json"
 
 
-def load(folder: Path, shard: str) -> ShardIndex | None:
-    """``shard``'s cached index, if there is one for the file as it is now."""
+def load(folder: Path, key: str, shard: str, status: tuple[int, int] | None) -> ShardIndex | None:
+    """The index kept for ``key`` (a local shard's absolute path, a URL), if it is
+    for ``status`` (the shard's size and modification time now; None: unknown)."""
     try:
-        status = os.stat(shard)
-        with open(_entry(folder, shard), encoding="utf-8") as file:
+        with open(_entry(folder, key), encoding="utf-8") as file:
             data: dict[str, Any] = json.load(file)
-        if (data["version"], data["path"], data["size"], data["mtime_ns"]) != (
-            _VERSION,
-            os.path.abspath(shard),
-            status.st_size,
-            status.st_mtime_ns,
+        recorded = (data["size"], data["mtime_ns"])
+        if (data["version"], data["path"]) != (_VERSION, key) or (
+            status is not None and recorded != status
         ):
             return None
         samples = tuple(
-            Sample(key, tuple((extension, offset, size) for extension, offset, size in fields))
-            for key, fields in data["samples"]
+            Sample(name, tuple((extension, offset, size) for extension, offset, size in fields))
+            for name, fields in data["samples"]
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent, stale or unreadable: index again
-    return ShardIndex(shard, status.st_size, status.st_mtime_ns, samples)
+    return ShardIndex(shard, *recorded, samples)
 
 
-def store(folder: Path, index: ShardIndex) -> None:
+def forget(folder: Path, key: str) -> None:
+    """Drop ``key``'s entry (its shard changed)."""
+    with contextlib.suppress(OSError):
+        os.unlink(_entry(folder, key))
+
+
+def store(folder: Path, key: str, index: ShardIndex) -> None:
     """Keep ``index`` for the next run; warns once per folder if it cannot."""
     data = {
         "version": _VERSION,
-        "path": os.path.abspath(index.shard),
+        "path": key,
         "size": index.size,
         "mtime_ns": index.mtime_ns,
         "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
@@ -78,7 +85,7 @@ def store(folder: Path, index: ShardIndex) -> None:
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as file:
                 json.dump(data, file, separators=(",", ":"))
-            os.replace(temporary, _entry(folder, index.shard))
+            os.replace(temporary, _entry(folder, key))
         except BaseException:
             os.unlink(temporary)
             raise

@@ -5,6 +5,7 @@ of a few consecutive shards, and each rank given whole shards."""
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,7 +36,9 @@ class ShardSampler(Sampler[int]):
     yields the same number of indices whatever the epoch: the most a rank
     can be given, its own indices repeated from its start to get there (as
     torch's ``DistributedSampler`` pads); with ``drop_last``, the fewest, the
-    rest dropped. Equal shards that divide among the ranks need neither.
+    rest dropped. Equal shards that divide among the ranks need neither. Over
+    remote shards it warns when the dataset keeps fewer than two windows of
+    shards in memory: some would then be requested twice in an epoch.
 
     Call ``set_epoch(e)`` before each epoch, with the same ``e`` and ``seed``
     on every rank. ``state_dict()`` holds the epoch, so a loader's
@@ -86,6 +89,16 @@ class ShardSampler(Sampler[int]):
             int(window),
             drop_last,
         )
+        kept = getattr(dataset, "max_shards_in_memory", None)
+        if getattr(dataset, "remote", False) and isinstance(kept, int) and kept < 2 * window:
+            warnings.warn(
+                f"ShardSampler(window={window}): the batches in flight can need the shards "
+                f"of two windows, {2 * window}, but the dataset keeps {kept} in memory, so "
+                "some shards would be requested more than once per epoch: use "
+                f"TarShards(max_shards_in_memory={2 * window}) or a window of {kept // 2 or 1}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.epoch = 0
         self._starts = [sum(self._sizes[:s]) for s in range(len(self._sizes))]
 

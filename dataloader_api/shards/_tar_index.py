@@ -18,7 +18,7 @@ import tarfile
 from dataclasses import dataclass
 from typing import BinaryIO
 
-__all__ = ["Sample", "ShardError", "ShardIndex", "scan_shard", "split_name"]
+__all__ = ["Sample", "ShardError", "ShardIndex", "scan_shard", "scan_tar", "split_name"]
 
 _BLOCK = 512
 _NAME = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
@@ -126,23 +126,28 @@ def scan_shard(shard: str) -> ShardIndex:
         raise FileNotFoundError(error.errno, "tar shard not found", shard) from None
     with file:
         status = os.fstat(file.fileno())
+        return scan_tar(shard, file, status.st_size, status.st_mtime_ns)
+
+
+def scan_tar(shard: str, file: BinaryIO, size: int, mtime_ns: int) -> ShardIndex:
+    """The index of the tar ``file`` (seekable, ``size`` bytes) named ``shard``."""
+    try:
+        # Not closed: closing it would close `file`, which the caller owns.
+        tar = tarfile.open(fileobj=file, mode="r:")  # noqa: SIM115
+    except tarfile.ReadError as error:
+        raise ShardError(shard, 0, f"not a tar file ({error})") from None
+    members: list[tuple[str, int, int, int]] = []
+    while True:
+        offset = tar.offset
         try:
-            # Not closed: closing it would close `file`, which the with below owns.
-            tar = tarfile.open(fileobj=file, mode="r:")  # noqa: SIM115
+            info = tar.next()
         except tarfile.ReadError as error:
-            raise ShardError(shard, 0, f"not a tar file ({error})") from None
-        members: list[tuple[str, int, int, int]] = []
-        while True:
-            offset = tar.offset
-            try:
-                info = tar.next()
-            except tarfile.ReadError as error:
-                last = f" (member {members[-1][0]!r} ends past the file's {status.st_size} bytes)"
-                raise ShardError(shard, offset, f"{error}{last if members else ''}") from None
-            if info is None:
-                break
-            tar.members = []  # type: ignore[attr-defined]  # an index, not tarfile's list, holds what we keep
-            if info.isreg():
-                members.append((info.name, info.offset, info.offset_data, info.size))
-        _check_end(shard, file, tar.offset, status.st_size)
-    return ShardIndex(shard, status.st_size, status.st_mtime_ns, _group(shard, members))
+            last = f" (member {members[-1][0]!r} ends past the file's {size} bytes)"
+            raise ShardError(shard, offset, f"{error}{last if members else ''}") from None
+        if info is None:
+            break
+        tar.members = []  # type: ignore[attr-defined]  # an index, not tarfile's list, holds what we keep
+        if info.isreg():
+            members.append((info.name, info.offset, info.offset_data, info.size))
+    _check_end(shard, file, tar.offset, size)
+    return ShardIndex(shard, size, mtime_ns, _group(shard, members))
