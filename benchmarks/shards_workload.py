@@ -1,12 +1,14 @@
-"""Workload 14: samples of tar shards on local disk (WebDataset convention, JPEG
-and label fields), read shuffled with batch 64: ``TarShards`` with
-``ShardSampler`` on each backend, against webdataset's ``WebDataset`` (shards
-shuffled, a 1000-sample shuffle buffer, as its docs recommend) through torch's
-DataLoader with worker processes, and through ours."""
+"""Workload 14: samples of tar shards (WebDataset convention, JPEG and label
+fields), read shuffled with batch 64: ``TarShards`` with ``ShardSampler`` on
+each backend, against webdataset's ``WebDataset`` (shards shuffled, a
+1000-sample shuffle buffer, as its docs recommend; ``curl`` for URLs) through
+torch's DataLoader with worker processes, and through ours. 14: on local
+disk; 14b: behind the loopback server in another process, 20 ms per reply."""
 
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -17,6 +19,7 @@ from typing import Any
 import peers
 from measure import Entry, Table, rates_table
 from photos import write_jpegs
+from remote import LATENCY
 
 from dataloader_api import DataLoader
 from dataloader_api.shards import ShardSampler, TarShards
@@ -70,41 +73,74 @@ def shards(s: Any) -> list[Table]:
     count, per_shard = (8, 25) if s.quick else (64, 500)
     with tempfile.TemporaryDirectory() as folder:
         pattern, origin = write_shards(Path(folder), count, per_shard)
-        dataset = TarShards(pattern, decoders={"cls": "int"}, index_cache=False)
-        sampler = ShardSampler(dataset, seed=0, window=4)
-        entries: list[Entry | None] = []
-        opens: dict[str, int] = {}
-        reference: tuple[str, list[float]] | None = None
-        for name in s.names:
-            loader: DataLoader[Any] = DataLoader(
-                dataset, batch_size=64, sampler=sampler, num_workers=2, backend=name,
-                persistent_workers=True,
-            )  # fmt: skip
-            label = f"TarShards + ShardSampler: {name}, 2 workers"
-            entry = Entry(label, count_samples(loader), 2)
-            entries.append(entry)
-            opens[label] = opens_per_epoch(entry.epoch)
-        if webdataset is not None:
-            stream = (
-                webdataset.WebDataset(pattern, shardshuffle=count, empty_check=False, seed=0)
-                .shuffle(1000)
-                .map_dict(cls=int)
-            )
-            torch = peers.torch_entry(stream, 2, 64, count_samples)
-            if torch is not None:
-                torch.label = f"webdataset WebDataset: {torch.label}"
-                entries.append(torch)
-                reference = (torch.label, [])
-            for name in s.names[:1]:
-                loader = DataLoader(stream, batch_size=64, num_workers=2, backend=name,
-                                    persistent_workers=True)  # fmt: skip
-                entries.append(Entry(f"webdataset WebDataset: {name}, 2 workers",
-                                     count_samples(loader), 2))  # fmt: skip
-        title = (
-            f"14. Tar shards: {count} shards x {per_shard} samples on local disk (JPEGs of "
-            f"500x375 from {origin}, and a label), shuffled, batch 64; files opened per epoch: "
-            + ", ".join(f"{label.split(': ')[1]} {n}" for label, n in opens.items())
-            + (f"; webdataset {count} (one stream per shard)" if webdataset else "")
+        what = (
+            f"{count} shards x {per_shard} samples (JPEGs of 500x375 from {origin}, and a "
+            "label), shuffled, batch 64"
         )
-        table = rates_table("shards", "shards", title, entries, s.runs, reference)
-    return [table]
+        local = _table(s, "shards", f"14. Tar shards on local disk: {what}", pattern, count)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "dataloader_api.io.loopback", "--folder", folder,
+             "--latency", str(LATENCY)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip()
+            remote = _table(
+                s, "shards_http",
+                f"14b. Tar shards over HTTP, {LATENCY * 1000:g} ms per reply: {what}",
+                url + "/" + Path(pattern).name, count,
+            )  # fmt: skip
+        finally:
+            server.terminate()
+            server.wait()
+    return [local, remote]
+
+
+def _table(s: Any, id: str, title: str, pattern: str, count: int) -> Table:
+    remote = pattern.startswith("http")
+    dataset = TarShards(pattern, decoders={"cls": "int"}, index_cache=False)
+    sampler = ShardSampler(dataset, seed=0, window=4)
+    entries: list[Entry | None] = []
+    reads: dict[str, int] = {}
+    reference: tuple[str, list[float]] | None = None
+    for name in s.names:
+        loader: DataLoader[Any] = DataLoader(
+            dataset, batch_size=64, sampler=sampler, num_workers=2, backend=name,
+            persistent_workers=True,
+        )  # fmt: skip
+        label = f"TarShards + ShardSampler: {name}, 2 workers"
+        entry = Entry(label, count_samples(loader), 2)
+        entries.append(entry)
+        reads[name] = requests_per_epoch(dataset, entry.epoch)
+    if webdataset is not None:
+        urls = f"pipe:curl -s -f {pattern}" if remote else pattern
+        stream = (
+            webdataset.WebDataset(urls, shardshuffle=count, empty_check=False, seed=0)
+            .shuffle(1000)
+            .map_dict(cls=int)
+        )
+        torch = peers.torch_entry(stream, 2, 64, count_samples)
+        if torch is not None:
+            torch.label = f"webdataset WebDataset: {torch.label}"
+            entries.append(torch)
+            reference = (torch.label, [])
+        for name in s.names[:1]:
+            loader = DataLoader(stream, batch_size=64, num_workers=2, backend=name,
+                                persistent_workers=True)  # fmt: skip
+            entries.append(Entry(f"webdataset WebDataset: {name}, 2 workers",
+                                 count_samples(loader), 2))  # fmt: skip
+    unit = "requests" if remote else "files opened"
+    title += f"; {unit} per epoch: " + ", ".join(f"{n} {r}" for n, r in reads.items())
+    title += f"; webdataset {count} (one stream per shard)" if webdataset else ""
+    return rates_table(id, "shards", title, entries, s.runs, reference)
+
+
+def requests_per_epoch(dataset: TarShards, epoch: Callable[[], int]) -> int:
+    """Requests one epoch sent (remote shards), or files it opened (local ones)."""
+    source = dataset._remote.source if dataset._remote is not None else None
+    if source is None:
+        return opens_per_epoch(epoch)
+    before = source.counters.requests
+    epoch()
+    return int(source.counters.requests - before)

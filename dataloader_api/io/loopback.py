@@ -8,7 +8,8 @@ tests and benchmarks of ``HttpDataset`` (and anything else that reads HTTP).
 Faults queued for a path are used by its next requests, one each; then the
 object is served. ``python -m dataloader_api.io.loopback --objects N --size
 BYTES --latency SECONDS`` serves ``/{index}`` objects from another process
-(for benchmarks) and prints its base URL.
+(for benchmarks) and prints its base URL; with ``--folder PATH``, that
+folder's files as ``/{name}`` instead.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["Delay", "LoopbackServer", "Redirect", "Reset", "Status", "generated_object"]
 
@@ -306,10 +308,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--close", action="store_true", help="one reply per connection")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share answered 503")
+    parser.add_argument("--folder", default=None, help="serve this folder's files as /NAME")
     args = parser.parse_args()
+    files = Path(args.folder).iterdir() if args.folder else ()
     server = LoopbackServer(
+        {f"/{file.name}": file.read_bytes() for file in files if file.is_file()},
         latency=args.latency,
-        generate=(args.objects, args.size),
+        generate=None if args.folder else (args.objects, args.size),
         port=args.port,
         close=args.close,
         fault_rate=args.fault_rate,
