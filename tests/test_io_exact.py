@@ -159,14 +159,16 @@ def test_redirects_are_followed_and_counted(io_mode, code):
 def test_too_many_redirects_and_no_location_fail_clearly(io_mode):
     with LoopbackServer({}) as server:
         server.fail("/loop", *[Redirect("/loop")] * 30)
-        data = HttpDataset([server.url + "/loop", server.url + "/bare"], retry=FAST)
+        data = HttpDataset([server.url + "/loop"], retry=FAST)
         error = load_error(data, io_mode, batch_size=None)
         assert isinstance(error, FetchError) and error.status == 302, error
         assert "HTTP 302 Found after 10 redirects (not retried)" in str(error)
         assert server.requests["/loop"] == 11
+        # A dataset of its own: a loader's read of "/bare" still in flight after the
+        # error above could otherwise take the fault queued here (seen in CI).
         server.fail("/bare", Redirect(None, 301))
         with pytest.raises(FetchError, match=r"HTTP 301 Moved Permanently without a Location"):
-            data[1]
+            HttpDataset([server.url + "/bare"], retry=FAST)[0]
 
 
 def test_authorization_is_not_sent_to_another_host(io_mode):
