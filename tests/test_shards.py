@@ -163,6 +163,16 @@ def test_bad_arguments_are_named(arguments, error, match):
         TarShards(**arguments)
 
 
+def test_a_function_given_as_shards_is_called_once(tmp_path):
+    pattern = make_shards(tmp_path, 2, 3)
+    calls: list[str] = []
+    dataset = TarShards(lambda: calls.append(pattern) or pattern)
+    assert len(calls) == 1
+    assert len(dataset) == 6
+    with pytest.raises(ValueError, match=r"not the location 's3://b/x\.tar'"):
+        TarShards(lambda: ["s3://b/x.tar"])
+
+
 def test_bad_indices_are_named(tmp_path):
     dataset = TarShards(make_shards(tmp_path, 1, 2))
     with pytest.raises(IndexError, match="index 2 is out of range for 2 items"):

@@ -76,8 +76,12 @@ class TarShards(Dataset[dict[str, Any]]):
             )
         self.max_shards_in_memory = max_shards_in_memory
         self._cache = _cache_folder(index_cache)
-        self._remote = _remote_source(shards, max_shards_in_memory)
-        names = self._remote.names if self._remote else shard_list(shards)
+        if isinstance(shards, AsyncReadDataset):
+            self._remote: RemoteShards | None = RemoteShards(shards, max_shards_in_memory)
+            names = self._remote.names
+        else:
+            names = _shard_names(shards)  # a function given as shards is called once
+            self._remote = _remote_source(names, max_shards_in_memory)
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
@@ -141,17 +145,17 @@ class TarShards(Dataset[dict[str, Any]]):
         sample = shard_index.samples[position]
         start, length = sample.span
         if self._remote is None:
-            data = _read_span(shard_index, start, length)
-        else:
-            data = self._remote_span(shard, start, length)
+            data, base = _read_span(shard_index, start, length), start
+        else:  # the fields are sliced from the shard itself: one copy each
+            data, base = self._remote_shard(shard), 0
         item: dict[str, Any] = {"__key__": sample.key, "__url__": shard_index.shard}
         for extension, offset, size in sample.fields:
-            field = data[offset - start : offset - start + size]
+            field = data[offset - base : offset - base + size]
             decoder = self._decoders.get(extension)
             item[extension] = decoder(field) if decoder is not None else field
         return item
 
-    def _remote_span(self, shard: int, start: int, length: int) -> bytes:
+    def _remote_shard(self, shard: int) -> bytes:
         assert self._remote is not None
         whole = self._remote.whole(shard)
         indexed = self._indexes[shard]
@@ -164,21 +168,24 @@ class TarShards(Dataset[dict[str, Any]]):
                 f"changed since it was indexed ({indexed.size} bytes then, {len(whole)} now): "
                 "make the dataset again (its index is no longer kept)",
             )
-        return whole[start : start + length]
+        return whole
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"
 
 
-def _remote_source(shards: Any, max_in_memory: int) -> RemoteShards | None:
-    if isinstance(shards, AsyncReadDataset):
-        return RemoteShards(shards, max_in_memory)
-    if isinstance(shards, str) and shards.startswith("s3://"):
-        raise ValueError(
-            "shards: for an object store pass ObjectStoreDataset(url, keys=[...]) (its "
-            f"endpoint, region and credentials), not the string {shards!r}"
-        )
+def _shard_names(shards: Any) -> list[str]:
     names = shard_list(shards)
+    for name in names:
+        if name.startswith("s3://"):
+            raise ValueError(
+                "shards: for an object store pass ObjectStoreDataset(url, keys=[...]) (its "
+                f"endpoint, region and credentials), not the location {name!r}"
+            )
+    return names
+
+
+def _remote_source(names: list[str], max_in_memory: int) -> RemoteShards | None:
     remote = [n.startswith(_REMOTE) for n in names]
     if not any(remote):
         return None

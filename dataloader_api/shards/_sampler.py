@@ -4,6 +4,7 @@ of a few consecutive shards, and each rank given whole shards."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import warnings
 from collections.abc import Iterator, Sequence
@@ -100,7 +101,7 @@ class ShardSampler(Sampler[int]):
                 stacklevel=2,
             )
         self.epoch = 0
-        self._starts = [sum(self._sizes[:s]) for s in range(len(self._sizes))]
+        self._starts = [0, *itertools.accumulate(self._sizes)][:-1]
 
     @property
     def num_samples(self) -> int:
