@@ -4,6 +4,7 @@ dataset, their errors, and ``ShardSampler``'s order, through every backend."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import pickle
 import tarfile
@@ -217,6 +218,33 @@ def test_shard_sampler_order_is_seeded_by_seed_and_epoch():
     assert list(plain) == [0, 1, 2, 3, 4]
 
 
+def test_a_shuffle_buffer_draws_each_sample_from_the_next_ones_as_they_stream():
+    sizes = [30, 20, 30, 25, 30]  # shard s starts at sum(sizes[:s])
+    starts = [0, 30, 50, 80, 105]
+    for seed in range(3):
+        sampler = ShardSampler(Sized(sizes), seed=seed, window=2, buffer=8)
+        indices = list(sampler)
+        assert sorted(indices) == list(range(135)) and indices == list(sampler)
+        shards = sampler.shards_of_epoch()
+        position = 0
+        for first in range(0, 5, 2):
+            group = shards[first : first + 2]
+            count = sum(sizes[s] for s in group)
+            drawn = indices[position : position + count]
+            assert {next(s for s in range(4, -1, -1) if starts[s] <= i) for i in drawn} == set(
+                group
+            )
+            # The group's shards streamed side by side: sample k of each is the
+            # (k * shards + which)-th to arrive; none goes before it can have.
+            streams = [range(starts[s], starts[s] + sizes[s]) for s in group]
+            columns = itertools.zip_longest(*streams)
+            arrived = [i for column in columns for i in column if i is not None]
+            assert sorted(arrived) == sorted(drawn)
+            assert all(arrived.index(index) <= k + 8 for k, index in enumerate(drawn))
+            position += count
+    assert list(ShardSampler(Sized([2, 3]), shuffle=False, buffer=2)) == [0, 1, 2, 3, 4]
+
+
 def test_unequal_shards_pad_to_the_most_or_drop_to_the_fewest():
     sizes = [4, 4, 4, 1]
     padded = [ShardSampler(Sized(sizes), num_replicas=2, rank=r, seed=3) for r in range(2)]
@@ -237,6 +265,8 @@ def test_unequal_shards_pad_to_the_most_or_drop_to_the_fewest():
         ({"num_replicas": 3}, ValueError, "2 shards for num_replicas=3"),
         ({"rank": 2, "num_replicas": 2}, ValueError, "Invalid rank 2"),
         ({"shuffle": "yes"}, TypeError, "shuffle should be a boolean"),
+        ({"buffer": 0}, ValueError, "buffer should be a positive number of samples or None"),
+        ({"buffer": 2.5}, ValueError, r"buffer=2\.5"),
     ],
 )
 def test_shard_sampler_bad_arguments_are_named(arguments, error, match):

@@ -33,7 +33,11 @@ class ShardSampler(Sampler[int]):
     Each epoch the shards are shuffled by ``(seed, epoch)``; rank ``r`` of
     ``num_replicas`` takes every ``num_replicas``-th shard from ``r`` on, and
     its samples are shuffled within groups of ``window`` consecutive shards
-    of its own, so that reads stay within a few shards at a time. Every rank
+    of its own, so that reads stay within a few shards at a time. With
+    ``buffer=n``, a group is shuffled as webdataset's shuffle buffer does it,
+    so that remote shards' samples go as they arrive: its shards' samples
+    interleaved in the order they stream, each index drawn at random from
+    the next ``n``. Every rank
     yields the same number of indices whatever the epoch: the most a rank
     can be given, its own indices repeated from its start to get there (as
     torch's ``DistributedSampler`` pads); with ``drop_last``, the fewest, the
@@ -50,6 +54,9 @@ class ShardSampler(Sampler[int]):
         shuffle: Shuffle shards and samples (else shard order, sample order).
         seed: The same on every rank.
         window: Shards whose samples are shuffled together (at least 1).
+        buffer: Samples a group's shuffle draws from as they stream (``None``:
+            the whole group, so a group's shards are all read before much of
+            it goes).
         num_replicas: The number of ranks (at most the number of shards).
         rank: This process's rank.
         drop_last: Trim every rank to the fewest samples a rank can be given.
@@ -62,6 +69,7 @@ class ShardSampler(Sampler[int]):
         shuffle: bool = True,
         seed: int = 0,
         window: int = 4,
+        buffer: int | None = None,
         num_replicas: int = 1,
         rank: int = 0,
         drop_last: bool = False,
@@ -77,6 +85,12 @@ class ShardSampler(Sampler[int]):
             raise ValueError(
                 f"window should be a positive number of shards, but got window={window!r}"
             )
+        if buffer is not None and (not is_int(buffer) or buffer < 1):
+            raise ValueError(
+                "buffer should be a positive number of samples or None (shuffle each "
+                f"window whole), but got buffer={buffer!r}"
+            )
+        self.buffer = None if buffer is None else int(buffer)
         self.num_replicas, self.rank = _checked_ranks(num_replicas, rank)
         if len(self._sizes) < self.num_replicas:
             raise ValueError(
@@ -127,14 +141,18 @@ class ShardSampler(Sampler[int]):
         rng = random.Random(derive_seed(self.seed, self.epoch, self.rank + 1))
         indices: list[int] = []
         for first in range(0, len(shards), self.window):
-            group = [
-                index
+            ranges = [
+                range(self._starts[shard], self._starts[shard] + self._sizes[shard])
                 for shard in shards[first : first + self.window]
-                for index in range(self._starts[shard], self._starts[shard] + self._sizes[shard])
             ]
-            if self.shuffle:
+            if not self.shuffle:
+                indices += itertools.chain.from_iterable(ranges)
+            elif self.buffer is None:
+                group = list(itertools.chain.from_iterable(ranges))
                 rng.shuffle(group)
-            indices += group
+                indices += group
+            else:
+                indices += _buffered(_interleaved(ranges), self.buffer, rng)
         wanted = self.num_samples
         if len(indices) > wanted:
             del indices[wanted:]
@@ -157,3 +175,24 @@ class ShardSampler(Sampler[int]):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.set_epoch(state["epoch"])
+
+
+def _interleaved(ranges: list[range]) -> Iterator[int]:
+    """The samples of shards streamed side by side: one of each in turn."""
+    for column in itertools.zip_longest(*ranges):
+        yield from (index for index in column if index is not None)
+
+
+def _buffered(stream: Iterator[int], size: int, rng: random.Random) -> list[int]:
+    """``stream`` shuffled through a buffer of ``size``: each index drawn from the next ones."""
+    drawn: list[int] = []
+    pool: list[int] = []
+    for index in stream:
+        if len(pool) < size:
+            pool.append(index)
+            continue
+        slot = rng.randrange(size)
+        drawn.append(pool[slot])
+        pool[slot] = index
+    rng.shuffle(pool)
+    return drawn + pool
