@@ -5,6 +5,7 @@ event loop (one client, with its connection pool, per loop), a sync
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 import weakref
@@ -16,9 +17,10 @@ from ..contract import process_id
 from ._http_client import Counters, HttpClient
 from ._locations import Locations, item_index
 from ._native import NativeReads
+from ._progressive import ProgressiveBytes
 from ._retry import RetryPolicy
 
-__all__ = ["AsyncReadDataset", "check_options", "run_sync"]
+__all__ = ["AsyncReadDataset", "check_options", "run_sync", "start_sync"]
 
 
 def check_options(
@@ -110,8 +112,24 @@ class AsyncReadDataset(NativeReads, Dataset[bytes]):
         position = item_index(index, len(self.locations), type(self).__name__)
         return await self.read(index, self.locations.of(position))
 
-    async def read(self, index: Any, location: str) -> bytes:  # pragma: no cover - abstract
+    async def read(  # pragma: no cover - abstract
+        self, index: Any, location: str, sink: ProgressiveBytes | None = None
+    ) -> bytes:
         raise NotImplementedError
+
+    def start_streaming(self, index: int, sink: ProgressiveBytes) -> None:
+        """Read item ``index`` into ``sink`` as it arrives, on this process's private
+        event loop (without waiting: readers wait on the sink). A failure for good
+        goes to the sink's readers."""
+        position = item_index(index, len(self.locations), type(self).__name__)
+        reading = self.read(index, self.locations.of(position), sink)
+
+        def ended(future: concurrent.futures.Future[Any]) -> None:
+            error = None if future.cancelled() else future.exception()
+            if future.cancelled() or error is not None or not sink.done:
+                sink.fail(error or RuntimeError(f"item {index!r}: the read was cancelled"))
+
+        start_sync(reading).add_done_callback(ended)
 
     def network_spec(self) -> dict[str, Any]:
         """The options every network reader takes, as plain data."""
@@ -150,6 +168,11 @@ _sync_lock = threading.Lock()
 
 def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coroutine`` on this process's private event loop thread and wait for it."""
+    return start_sync(coroutine).result()
+
+
+def start_sync(coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+    """Start ``coroutine`` on this process's private event loop thread."""
     global _sync_loop
     with _sync_lock:
         if _sync_loop is None or _sync_loop[0] != process_id():
@@ -159,4 +182,4 @@ def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
             ).start()
             _sync_loop = (process_id(), loop)
         loop = _sync_loop[1]
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+    return asyncio.run_coroutine_threadsafe(coroutine, loop)

@@ -8,6 +8,7 @@ from typing import Any
 from ._base import AsyncReadDataset
 from ._http_client import redact
 from ._locations import Locations
+from ._progressive import ProgressiveBytes
 from ._retry import RetryPolicy
 
 __all__ = ["HttpDataset"]
@@ -53,8 +54,8 @@ class HttpDataset(AsyncReadDataset):
             urls, columns=columns, length=length, quote=True, owner="HttpDataset"
         )
 
-    async def read(self, index: Any, location: str) -> bytes:
-        return await self.client().get(location, index, self.headers)
+    async def read(self, index: Any, location: str, sink: ProgressiveBytes | None = None) -> bytes:
+        return await self.client().get(location, index, self.headers, sink=sink)
 
     def reader_spec(self) -> dict[str, Any]:
         return {"kind": "http", "headers": list(self.headers.items()), **self.network_spec()}

@@ -20,6 +20,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
 from ._host_limit import HostLimit
+from ._progressive import ProgressiveBytes, range_start, stream_body
 from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = ["MAX_REDIRECTS", "Counters", "HttpClient", "redact"]
@@ -107,9 +108,11 @@ class HttpClient:
         headers: Mapping[str, str] | Callable[[], Mapping[str, str]] = {},  # noqa: B006
         shown: str | None = None,
         detail: Callable[[bytes], str] | None = None,
+        sink: ProgressiveBytes | None = None,
     ) -> bytes:
         """The body of ``url``, retrying transient failures and following redirects;
-        ``shown`` names it in errors."""
+        ``shown`` names it in errors. With a ``sink`` the body goes there as it
+        arrives (``b""`` is returned), and a retry resumes where it was cut."""
         parts = _checked(url, index)
         where = shown if shown is not None else f"GET {redact(url)}"
         origin = _origin(parts)
@@ -121,8 +124,9 @@ class HttpClient:
                 extra = {}  # as curl and requests: no credentials for another host
             elif auth is not None and not any(k.lower() == "authorization" for k in extra):
                 extra = {**extra, "Authorization": auth}
+            extra = {**extra, **range_start(sink)}
             try:
-                response = await self._attempt(parts, extra, index, where)
+                response = await self._attempt(parts, extra, index, where, sink)
             except _Transient as failure:
                 if attempt >= self.retry.max_retries:
                     raise FetchError(
@@ -136,8 +140,8 @@ class HttpClient:
                 attempt += 1
                 self.counters.retries += 1
                 continue
-            if response.status == 200:
-                self.counters.bytes += len(response.body)
+            if response.status == 200 or (sink is not None and response.status == 206):
+                self.counters.bytes += len(response.body) if sink is None else sink.size
                 return response.body
             target = response.headers.get("location")
             if response.status in _REDIRECTS and target and redirects < MAX_REDIRECTS:
@@ -159,7 +163,12 @@ class HttpClient:
             )
 
     async def _attempt(
-        self, parts: SplitResult, headers: Mapping[str, str], index: Any, where: str
+        self,
+        parts: SplitResult,
+        headers: Mapping[str, str],
+        index: Any,
+        where: str,
+        sink: ProgressiveBytes | None,
     ) -> _Response:
         """One request: a transient failure raises ``_Transient``."""
         key = _origin(parts)
@@ -181,7 +190,9 @@ class HttpClient:
                         if connection is None:
                             deadline = limit.connect_deadline() if quick else None
                             connection = await self._connect(key, limit, started, deadline)
-                        response = await self._exchange(connection, parts, headers, index, where)
+                        response = await self._exchange(
+                            connection, parts, headers, index, where, sink
+                        )
                 except _SlowConnect:
                     quick -= 1
                     continue
@@ -243,6 +254,7 @@ class HttpClient:
         headers: Mapping[str, str],
         index: Any,
         where: str,
+        sink: ProgressiveBytes | None,
     ) -> _Response:
         reader, writer = connection
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -268,6 +280,9 @@ class HttpClient:
             name, _, value = line.decode("latin-1").partition(":")
             fields[name.strip().lower()] = value.strip()
         response = _Response(version, int(code), reason, fields)
+        if sink is not None and response.status in (200, 206):
+            await self._stream(reader, response, sink, index, where)
+            return response
         ok = response.status == 200
         limit = self.max_bytes if ok else _ERROR_BODY
         if "chunked" in fields.get("transfer-encoding", "").lower():
@@ -289,6 +304,32 @@ class HttpClient:
                     index, where, f"{len(response.body)} bytes, more than max_bytes={limit}"
                 )
         return response
+
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        response: _Response,
+        sink: ProgressiveBytes,
+        index: Any,
+        where: str,
+    ) -> None:
+        fields = response.headers
+        if self.max_bytes is not None and sink.size > self.max_bytes:
+            response.reusable = False
+            raise ItemTooLargeError(
+                index, where, f"{sink.size} bytes, more than max_bytes={self.max_bytes}"
+            )
+
+        def refuse(reason: str) -> FetchError:
+            status = response.status
+            return FetchError(index, where, f"{reason} (not retried)", status=status)
+
+        await stream_body(reader, response.status, fields, sink, _Transient, refuse)
+        if (
+            "content-length" not in fields
+            and "chunked" not in fields.get("transfer-encoding", "").lower()
+        ):
+            response.reusable = False  # the body ended with the connection
 
     def close(self) -> None:
         for idle in self._idle.values():

@@ -11,6 +11,7 @@ from urllib.parse import quote, urlsplit
 
 from ._base import AsyncReadDataset, run_sync
 from ._locations import Locations
+from ._progressive import ProgressiveBytes
 from ._retry import RetryPolicy
 from ._sigv4 import Credentials, sign_get
 
@@ -98,7 +99,7 @@ class ObjectStoreDataset(AsyncReadDataset):
             return dict
         return lambda: sign_get(url, self.region, credentials)
 
-    async def read(self, index: Any, location: str) -> bytes:
+    async def read(self, index: Any, location: str, sink: ProgressiveBytes | None = None) -> bytes:
         url = self.object_url(location)
         return await self.client().get(
             url,
@@ -106,6 +107,7 @@ class ObjectStoreDataset(AsyncReadDataset):
             self._headers(url),
             shown=self.shown(location),
             detail=_s3_error,
+            sink=sink,
         )
 
     async def _list(self) -> list[str]:

@@ -23,10 +23,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Delay", "LoopbackServer", "Redirect", "Reset", "Status", "generated_object"]
+__all__ = [
+    "Delay",
+    "IgnoreRange",
+    "LoopbackServer",
+    "Redirect",
+    "Replace",
+    "Reset",
+    "Status",
+    "generated_object",
+]
 
 _REASONS = {
     200: "OK",
+    206: "Partial Content",
     301: "Moved Permanently",
     302: "Found",
     303: "See Other",
@@ -74,7 +84,19 @@ class Redirect:
     code: int = 302
 
 
-Fault = Status | Reset | Delay | Redirect
+@dataclass(frozen=True)
+class IgnoreRange:
+    """Answer a range request with 200 and the whole object, as some servers do."""
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Answer with 200 and ``body`` in full, ranges ignored: the object changed."""
+
+    body: bytes
+
+
+Fault = Status | Reset | Delay | Redirect | IgnoreRange | Replace
 
 
 def generated_object(index: int, size: int) -> bytes:
@@ -229,11 +251,11 @@ class _Protocol(asyncio.Protocol):
             fault = Status(503)
         delay = server.latency + (fault.seconds if isinstance(fault, Delay) else 0.0)
         if delay > 0:
-            asyncio.get_running_loop().call_later(delay, self._reply, path, fault)
+            asyncio.get_running_loop().call_later(delay, self._reply, path, fault, headers)
         else:
-            self._reply(path, fault)
+            self._reply(path, fault, headers)
 
-    def _reply(self, path: str, fault: Fault | None) -> None:
+    def _reply(self, path: str, fault: Fault | None, headers: dict[str, str]) -> None:
         self.server.in_flight -= 1
         transport = self.transport
         if transport is None or transport.is_closing():
@@ -248,16 +270,21 @@ class _Protocol(asyncio.Protocol):
             extra = f"Location: {fault.to}\r\n" if fault.to is not None else ""
             self._send(transport, fault.code, b"moved\n", extra)
             return
-        body = self.server.body_of(path)
+        body = fault.body if isinstance(fault, Replace) else self.server.body_of(path)
         if body is None:
             self._send(transport, 404, b"no such object\n", "")
             return
+        code, extra = 200, ""
+        first = _range_start(headers.get("range", ""))
+        if first is not None and first < len(body) and not isinstance(fault, IgnoreRange | Replace):
+            code, extra = 206, f"Content-Range: bytes {first}-{len(body) - 1}/{len(body)}\r\n"
+            body = body[first:]
         if isinstance(fault, Reset):
-            transport.write(_head(200, len(body), ""))
+            transport.write(_head(code, len(body), extra))
             transport.write(body[: fault.after])
             transport.abort()
             return
-        self._send(transport, 200, body, "")
+        self._send(transport, code, body, extra)
 
     def _send(self, transport: asyncio.Transport, code: int, body: bytes, extra: str) -> None:
         if self.server.close:
@@ -287,6 +314,13 @@ def _wake_at_most_once(server: asyncio.Server) -> None:
             wake()
 
     server._wakeup = wake_once  # type: ignore[attr-defined]
+
+
+def _range_start(value: str) -> int | None:
+    """N of ``Range: bytes=N-`` (the only form clients here send)."""
+    spec = value.strip().removeprefix("bytes=")
+    first, dash, last = spec.partition("-")
+    return int(first) if dash and first.isdigit() and not last else None
 
 
 def _head(code: int, length: int, extra: str, version: str = "HTTP/1.1") -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,10 @@ class TarShards(Dataset[dict[str, Any]]):
     extension in lower case (``"jpg"``, ``"cls"``), holding its bytes, or
     what ``decoders[extension]`` makes of them (``"text"``, ``"int"``,
     ``"json"``, ``"bytes"`` or a function). A local sample is one read of its
-    file. A remote shard is requested whole, once, and kept in memory while
-    its samples are read, at most ``max_shards_in_memory`` at a time.
+    file. A remote shard is requested once, with one streamed request (a
+    read cut short resumes where it stopped), and kept in memory while its
+    samples are read, at most ``max_shards_in_memory`` at a time; a sample
+    is handed out as soon as its own bytes have arrived.
 
     Shard indexes are kept between runs in ``index_cache`` (a folder; by
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
@@ -117,7 +119,7 @@ class TarShards(Dataset[dict[str, Any]]):
 
     @property
     def remote(self) -> bool:
-        """Whether shards are requested whole over the network and kept in memory."""
+        """Whether shards stream over the network and are kept in memory."""
         return self._remote is not None
 
     @property
@@ -143,32 +145,34 @@ class TarShards(Dataset[dict[str, Any]]):
         shard, position = self.locate(index)
         shard_index = self._indexes[shard]
         sample = shard_index.samples[position]
+        item: dict[str, Any] = {"__key__": sample.key, "__url__": shard_index.shard}
         start, length = sample.span
         if self._remote is None:
-            data, base = _read_span(shard_index, start, length), start
-        else:  # the fields are sliced from the shard itself: one copy each
-            data, base = self._remote_shard(shard), 0
-        item: dict[str, Any] = {"__key__": sample.key, "__url__": shard_index.shard}
-        for extension, offset, size in sample.fields:
-            field = data[offset - base : offset - base + size]
+            data = _read_span(shard_index, start, length)
+            fields = [(e, data[o - start : o - start + n]) for e, o, n in sample.fields]
+        else:  # taken as soon as this sample's bytes have arrived
+            streamed = self._remote.streamed(shard, shard_index.size, self._mismatch(shard))
+            fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
+        for extension, field in fields:
             decoder = self._decoders.get(extension)
             item[extension] = decoder(field) if decoder is not None else field
         return item
 
-    def _remote_shard(self, shard: int) -> bytes:
-        assert self._remote is not None
-        whole = self._remote.whole(shard)
+    def _mismatch(self, shard: int) -> Callable[[int], ShardError]:
+        """What a remote shard of another size than indexed raises (its index is forgotten)."""
         indexed = self._indexes[shard]
-        if len(whole) != indexed.size:
+
+        def changed(size: int) -> ShardError:
             if self._cache is not None:
                 _index_cache.forget(self._cache, self._key(shard, indexed.shard))
-            raise ShardError(
+            return ShardError(
                 indexed.shard,
                 0,
-                f"changed since it was indexed ({indexed.size} bytes then, {len(whole)} now): "
+                f"changed since it was indexed ({indexed.size} bytes then, {size} now): "
                 "make the dataset again (its index is no longer kept)",
             )
-        return whole
+
+        return changed
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"

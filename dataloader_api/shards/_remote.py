@@ -1,13 +1,16 @@
-"""Shards read whole, with one request each, over HTTP(S) or from an object
-store, and kept in memory while their samples are read.
+"""Shards streamed over HTTP(S) or from an object store, one request each,
+and kept in memory while their samples are read.
 
 The bytes come from an ``io`` dataset whose item ``s`` is shard ``s``
 (``HttpDataset``, ``ObjectStoreDataset``): its retries, limits, credentials
-and exact-bytes rules apply. At most ``max_in_memory`` shards are kept (the
-least recently used one goes first); a shard two workers need at once is
-requested once, the second waits for the first's reply. With ``ShardSampler``
-and ``max_in_memory`` at least twice its ``window``, every shard is requested
-once per epoch.
+and exact-bytes rules apply. A shard streams on the io datasets' private
+event loop into a buffer of its indexed size; a sample is handed out as soon
+as its own bytes are there, not when the whole shard is. A read cut short
+resumes where it stopped (a range request whose reply is checked). At most
+``max_in_memory`` shards are kept (the least recently used one goes first);
+a shard two workers need at once is requested once. With ``ShardSampler`` and
+``max_in_memory`` at least twice its ``window``, every shard is requested once
+per epoch.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
+from ..io._progressive import ProgressiveBytes
 from ._tar_index import ShardIndex, scan_tar
 
 __all__ = ["RemoteShards"]
@@ -27,44 +32,39 @@ class RemoteShards:
         self.source = source
         self.max_in_memory = max_in_memory
         self.names = [_shown(source, source.locations.of(s)) for s in range(len(source))]
-        self._changed = threading.Condition()
-        self._kept: OrderedDict[int, bytes] = OrderedDict()
-        self._loading: set[int] = set()
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[int, ProgressiveBytes] = OrderedDict()
 
-    def whole(self, shard: int) -> bytes:
-        """Shard ``shard``'s bytes: kept, being requested by another thread, or requested now."""
-        with self._changed:
-            while True:
-                data = self._kept.get(shard)
-                if data is not None:
-                    self._kept.move_to_end(shard)
-                    return data
-                if shard not in self._loading:
-                    self._loading.add(shard)
-                    break
-                self._changed.wait()
-        try:
-            data = bytes(self.source[shard])
-        except BaseException:
-            with self._changed:
-                self._loading.discard(shard)
-                self._changed.notify_all()
-            raise
-        with self._changed:
-            self._loading.discard(shard)
-            self._kept[shard] = data
+    def streamed(
+        self, shard: int, size: int, mismatch: Callable[[int], BaseException]
+    ) -> ProgressiveBytes:
+        """Shard ``shard``'s bytes as they arrive: kept, streaming, or requested now.
+        ``mismatch(total)`` is what a reply of another size than ``size`` raises."""
+        with self._lock:
+            kept = self._kept.get(shard)
+            if kept is not None and not kept.failed:  # a failed read is tried again
+                self._kept.move_to_end(shard)
+                if kept.size != size:
+                    raise mismatch(kept.size)
+                return kept
+            buffer = self._kept[shard] = ProgressiveBytes(size, mismatch)
             while len(self._kept) > self.max_in_memory:
-                self._kept.popitem(last=False)
-            self._changed.notify_all()
-        return data
+                self._kept.popitem(last=False)  # its readers still hold it
+        self.source.start_streaming(shard, buffer)
+        return buffer
 
     def scan(self, shard: int) -> ShardIndex:
-        data = self.whole(shard)
+        """Index a shard, read whole (its size is not known before); it is kept."""
+        data = bytes(self.source[shard])
+        with self._lock:
+            self._kept[shard] = ProgressiveBytes.complete(data)
+            while len(self._kept) > self.max_in_memory:
+                self._kept.popitem(last=False)
         return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0)
 
     def kept(self) -> list[int]:
-        """The shards in memory now, least recently used first."""
-        with self._changed:
+        """The shards in memory now (or arriving), least recently used first."""
+        with self._lock:
             return list(self._kept)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -72,9 +72,8 @@ class RemoteShards:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
         self._kept = OrderedDict()
-        self._loading = set()
 
 
 def _shown(source: Any, location: str) -> str:
