@@ -91,13 +91,12 @@ class ProgressiveBytes:
 
     def take(self, start: int, end: int) -> bytes:
         """Bytes ``start:end``, once they are there."""
-        if end > self._received:
-            with self._changed:
-                while end > self._received and self._error is None:
-                    self._changed.wait()
-                if end > self._received:
-                    assert self._error is not None
-                    raise self._error
+        with self._changed:  # also orders the writer's bytes before this read
+            while end > self._received and self._error is None:
+                self._changed.wait()
+            if end > self._received:
+                assert self._error is not None
+                raise self._error
         return bytes(self._view[start:end])
 
 
