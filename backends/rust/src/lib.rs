@@ -35,5 +35,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<netio::NativeReader>()?;
     module.add_class::<netio::ReadCancel>()?;
     module.add_class::<netio::PendingRead>()?;
+    module.add_class::<netio::NativeStream>()?;
     Ok(())
 }

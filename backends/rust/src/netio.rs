@@ -8,6 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use dataloader_netio::{
     BufferPool, Cancel, Failure, HttpOptions, Pending, Reader, RetryPolicy, S3Options, Source,
+    StreamBuffer,
 };
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -100,6 +101,16 @@ impl NativeReader {
         })
     }
 
+    /// Start streaming one object of `size` bytes (a tar shard, by its URL or key);
+    /// `NativeStream.take` gives a part once it has arrived.
+    fn stream(&self, location: String, size: u64, cancel: &ReadCancel) -> NativeStream {
+        let buffer = Arc::new(StreamBuffer::new(size));
+        let location = location.into_bytes();
+        self.reader
+            .stream(location, buffer.clone(), cancel.cancel.clone());
+        NativeStream { buffer }
+    }
+
     /// A new cancel handle, for one epoch's reads.
     fn new_cancel(&self) -> ReadCancel {
         ReadCancel::new()
@@ -175,6 +186,54 @@ impl PendingRead {
             self.buffers.give(bytes);
         }
         Ok(items)
+    }
+}
+
+/// One object streaming into memory (`NativeReader.stream`).
+#[pyclass(frozen, module = "dataloader_rust._native")]
+pub struct NativeStream {
+    buffer: Arc<StreamBuffer>,
+}
+
+#[pymethods]
+impl NativeStream {
+    /// Bytes `start:end` once they have arrived (waiting without the interpreter),
+    /// or the read's failure record `(kind, message, status, attempts, errno,
+    /// total)` if it failed before they did.
+    fn take<'py>(&self, py: Python<'py>, start: u64, end: u64) -> PyResult<Bound<'py, PyAny>> {
+        let buffer = &self.buffer;
+        let arrived = attach::detached(py, || buffer.take(start, end, |_| ()));
+        let taken = arrived.and_then(|()| buffer.take(start, end, |b| PyBytes::new(py, b)));
+        match taken {
+            Ok(bytes) => Ok(bytes.into_any()),
+            Err(f) => {
+                let total = f.total.into_pyobject(py)?.into_any();
+                let record = failure_record(py, &f)?.cast_into::<PyTuple>()?;
+                let mut fields: Vec<Bound<'py, PyAny>> = record.iter().collect();
+                fields.push(total);
+                Ok(PyTuple::new(py, fields)?.into_any())
+            }
+        }
+    }
+
+    #[getter]
+    fn size(&self) -> u64 {
+        self.buffer.size()
+    }
+
+    #[getter]
+    fn received(&self) -> u64 {
+        self.buffer.received()
+    }
+
+    #[getter]
+    fn done(&self) -> bool {
+        self.buffer.is_done()
+    }
+
+    #[getter]
+    fn failed(&self) -> bool {
+        self.buffer.is_failed()
     }
 }
 

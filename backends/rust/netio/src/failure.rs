@@ -13,6 +13,8 @@ pub enum FailureKind {
     Invalid,
     /// The epoch closed while the read ran (nobody waits for the result).
     Cancelled,
+    /// A streamed object is not the size it was indexed at (`total`): it changed.
+    Changed,
 }
 
 impl FailureKind {
@@ -23,6 +25,7 @@ impl FailureKind {
             FailureKind::Os => "os",
             FailureKind::Invalid => "invalid",
             FailureKind::Cancelled => "cancelled",
+            FailureKind::Changed => "changed",
         }
     }
 }
@@ -36,6 +39,8 @@ pub struct Failure {
     pub status: Option<u16>,
     pub attempts: u32,
     pub errno: Option<i32>,
+    /// `Changed`: the object's size now (or at least this many bytes).
+    pub total: Option<u64>,
 }
 
 impl Failure {
@@ -46,7 +51,15 @@ impl Failure {
             status: None,
             attempts: 1,
             errno: None,
+            total: None,
         }
+    }
+
+    /// A streamed object of `total` bytes, not the size expected.
+    pub fn changed(total: u64) -> Failure {
+        let mut failure = Failure::new(FailureKind::Changed, format!("{total} bytes now"));
+        failure.total = Some(total);
+        failure
     }
 
     /// An item of `size` bytes, past `max_bytes`.

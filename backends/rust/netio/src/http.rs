@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, LOCATION, RETRY_AFTER,
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_RANGE, ETAG,
+    IF_RANGE, LAST_MODIFIED, LOCATION, RANGE, RETRY_AFTER,
 };
 use reqwest::{Client, StatusCode};
 
@@ -14,6 +15,7 @@ use crate::buffers::BufferPool;
 use crate::failure::{error_chain, Failure, FailureKind};
 use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
 use crate::retry::{parse_retry_after, RetryPolicy};
+use crate::stream::{BodyWriter, StreamBuffer};
 use crate::Counters;
 
 /// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
@@ -118,6 +120,16 @@ impl HttpReader {
     }
 
     pub async fn get(&self, url: &str) -> Result<Vec<u8>, Failure> {
+        self.get_into(url, None).await
+    }
+
+    /// The body of `url`, or with a `sink`, into it as it arrives (an empty Vec
+    /// is returned); a retry then resumes where the body was cut.
+    pub async fn get_into(
+        &self,
+        url: &str,
+        sink: Option<&StreamBuffer>,
+    ) -> Result<Vec<u8>, Failure> {
         let parsed = reqwest::Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"));
@@ -136,7 +148,7 @@ impl HttpReader {
         loop {
             let started = limit.acquire().await;
             let mut replied = None;
-            let attempt = self.attempt(url, &mut replied);
+            let attempt = self.attempt(url, &mut replied, sink);
             let outcome = match tokio::time::timeout(self.timeout, attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(Attempt::Transient(
@@ -177,8 +189,20 @@ impl HttpReader {
     }
 
     /// One request; `replied` is set when its headers come.
-    async fn attempt(&self, url: &str, replied: &mut Option<Instant>) -> Result<Vec<u8>, Attempt> {
-        let mut response = self.client.get(url).send().await.map_err(|e| {
+    async fn attempt(
+        &self,
+        url: &str,
+        replied: &mut Option<Instant>,
+        sink: Option<&StreamBuffer>,
+    ) -> Result<Vec<u8>, Attempt> {
+        let mut request = self.client.get(url);
+        if let Some(received) = sink.map(StreamBuffer::received).filter(|&n| n > 0) {
+            request = request.header(RANGE, format!("bytes={received}-"));
+            if let Some(validator) = sink.and_then(StreamBuffer::validator) {
+                request = request.header(IF_RANGE, validator);
+            }
+        }
+        let mut response = request.send().await.map_err(|e| {
             // Without the URL: it may hold user:password, and the caller names the item.
             let e = e.without_url();
             let reason = format!("connection failed: {}", error_chain(&e));
@@ -201,7 +225,8 @@ impl HttpReader {
                 false => " without a Location",
             };
         }
-        if status != StatusCode::OK {
+        let partial = sink.is_some() && status == StatusCode::PARTIAL_CONTENT;
+        if status != StatusCode::OK && !partial {
             if self.retry.is_transient(status.as_u16()) {
                 let after = response
                     .headers()
@@ -224,6 +249,9 @@ impl HttpReader {
             if size > limit {
                 return Err(Attempt::Permanent(Failure::too_large(size, limit)));
             }
+        }
+        if let Some(sink) = sink {
+            return self.stream_body(response, sink, partial, expected).await;
         }
         let mut body = self
             .buffers
@@ -249,6 +277,45 @@ impl HttpReader {
                         None,
                     ));
                 }
+            }
+        }
+    }
+}
+
+impl HttpReader {
+    /// A 200 or 206 reply's body into `sink` (see `stream::BodyWriter`).
+    async fn stream_body(
+        &self,
+        mut response: reqwest::Response,
+        sink: &StreamBuffer,
+        partial: bool,
+        expected: Option<u64>,
+    ) -> Result<Vec<u8>, Attempt> {
+        if let Some(limit) = self.max_bytes.filter(|&limit| sink.size() > limit) {
+            return Err(Attempt::Permanent(Failure::too_large(sink.size(), limit)));
+        }
+        let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok());
+        if let (false, Some(size)) = (partial, expected) {
+            sink.expect_total(size).map_err(Attempt::Permanent)?;
+        }
+        let etag = header(ETAG).filter(|tag| tag.starts_with('"'));
+        let validator = etag.or(header(LAST_MODIFIED)).map(str::to_string);
+        let range = header(CONTENT_RANGE).map(str::to_string);
+        let mut writer = BodyWriter::new(sink, partial, range.as_deref(), validator)
+            .map_err(Attempt::Permanent)?;
+        let cut = || {
+            let reason = format!(
+                "the body was cut short ({} of {} bytes)",
+                sink.received(),
+                sink.size()
+            );
+            Attempt::Transient(reason, None)
+        };
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => writer.write(&chunk).map_err(Attempt::Permanent)?,
+                Ok(None) if sink.received() == sink.size() => return Ok(Vec::new()),
+                Ok(None) | Err(_) => return Err(cut()),
             }
         }
     }

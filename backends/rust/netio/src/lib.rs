@@ -10,6 +10,7 @@ mod http;
 mod retry;
 mod runtime;
 mod store;
+mod stream;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -20,6 +21,7 @@ use tokio::sync::{Notify, Semaphore};
 pub use buffers::BufferPool;
 pub use failure::{Failure, FailureKind};
 pub use retry::RetryPolicy;
+pub use stream::StreamBuffer;
 
 /// Where items come from, with that source's options (as the Python side gives them).
 pub enum Source {
@@ -137,7 +139,51 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Start reading one object (a tar shard) into `buffer` as it arrives, with one
+    /// request that a retry resumes where it was cut (`stream`). Local files are
+    /// not streamed: a sample of one is a read of its own.
+    pub fn stream(&self, location: Vec<u8>, buffer: Arc<StreamBuffer>, cancel: Arc<Cancel>) {
+        let inner = self.inner.clone();
+        runtime::get().spawn(async move {
+            let read = inner.stream_one(&location, &buffer);
+            let outcome = match select(Box::pin(read), Box::pin(cancel.wait())).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right(_) => Err(Failure::new(
+                    FailureKind::Cancelled,
+                    "the read was cancelled",
+                )),
+            };
+            match outcome {
+                Ok(()) => {
+                    let size = buffer.size();
+                    inner.counters.bytes.fetch_add(size, Ordering::Relaxed);
+                }
+                Err(failure) => buffer.fail(failure),
+            }
+        });
+    }
+}
+
 impl Inner {
+    async fn stream_one(&self, location: &[u8], buffer: &StreamBuffer) -> Result<(), Failure> {
+        let Ok(location) = std::str::from_utf8(location) else {
+            return Err(Failure::new(FailureKind::Invalid, "is not valid UTF-8"));
+        };
+        let _permit = self.limit.acquire().await.expect("never closed");
+        match &self.engine {
+            Engine::Files { .. } => Err(Failure::new(
+                FailureKind::Invalid,
+                "is a local file: its samples are read where they are, not streamed",
+            )),
+            Engine::Http(reader) => reader.get_into(location, Some(buffer)).await.map(drop),
+            Engine::S3(reader) => {
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                reader.stream(location, buffer).await
+            }
+        }
+    }
+
     async fn read_job(&self, locations: &[Vec<u8>], cancel: &Arc<Cancel>) -> Results {
         let Engine::Files { max_bytes } = &self.engine else {
             return join_all(locations.iter().map(|location| self.read_one(location))).await;

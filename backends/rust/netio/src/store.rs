@@ -7,10 +7,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::failure::{error_chain, Failure, FailureKind};
 use crate::retry::RetryPolicy;
+use crate::stream::{BodyWriter, StreamBuffer};
 
 pub struct S3Options {
     pub bucket: String,
@@ -27,6 +28,10 @@ pub struct S3Options {
 
 pub struct S3Reader {
     store: Arc<dyn ObjectStore>,
+    /// For `stream`, which retries itself: object_store would resume a body cut
+    /// short by appending what the server sends, the whole object if it ignores
+    /// the range, and a streamed object's readers may already hold those bytes.
+    single: Arc<dyn ObjectStore>,
     prefix: String,
     max_bytes: Option<u64>,
     retry: RetryPolicy,
@@ -51,7 +56,7 @@ impl S3Reader {
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&options.bucket)
             .with_region(&options.region)
-            .with_retry(retry)
+            .with_retry(retry.clone())
             .with_client_options(client);
         if let Some(endpoint) = &options.endpoint {
             builder = builder.with_endpoint(endpoint);
@@ -68,24 +73,109 @@ impl S3Reader {
             }
             None => builder.with_skip_signature(true),
         };
-        let store = builder.build().map_err(|e| e.to_string())?;
+        let store = builder.clone().build().map_err(|e| e.to_string())?;
+        let once = RetryConfig {
+            max_retries: 0,
+            ..retry
+        };
+        let single = builder
+            .with_retry(once)
+            .build()
+            .map_err(|e| e.to_string())?;
         Ok(S3Reader {
             store: Arc::new(store),
+            single: Arc::new(single),
             prefix: options.prefix,
             max_bytes: options.max_bytes,
             retry: options.retry,
         })
     }
 
-    pub async fn get(&self, key: &str) -> Result<Vec<u8>, Failure> {
+    fn path(&self, key: &str) -> Result<Path, Failure> {
         // The key as it is (Path::from would percent-encode non-ASCII characters).
         let full = format!("{}{key}", self.prefix);
-        let path = Path::parse(&full).map_err(|e| {
+        Path::parse(&full).map_err(|e| {
             Failure::new(
                 FailureKind::Invalid,
                 format!("is not a key the store takes: {e}"),
             )
-        })?;
+        })
+    }
+
+    /// Object `key` into `sink` as it arrives. A body cut short resumes from where
+    /// it stopped, with the first reply's ETag as If-Match: an object that changed
+    /// fails the request instead of mixing two objects' bytes.
+    pub async fn stream(&self, key: &str, sink: &StreamBuffer) -> Result<(), Failure> {
+        let path = self.path(key)?;
+        let (mut attempt, mut whole) = (0, false);
+        loop {
+            // A resumed read asks for the rest; after a resumed request that failed
+            // without a status (a reply that was not the range: object_store refuses
+            // it), for all of it again, its bytes already here compared.
+            let resume = sink.received() > 0 && !whole;
+            let options = GetOptions {
+                range: resume.then(|| GetRange::Offset(sink.received())),
+                if_match: sink.validator().filter(|_| resume),
+                ..GetOptions::default()
+            };
+            let reason = match self.single.get_opts(&path, options).await {
+                Ok(result) => match self.stream_reply(result, sink).await? {
+                    true => return Ok(()),
+                    false => format!(
+                        "the body was cut short ({} of {} bytes)",
+                        sink.received(),
+                        sink.size()
+                    ),
+                },
+                Err(error) => {
+                    let failure = store_failure(error);
+                    let transient = failure.status.is_none_or(|s| self.retry.is_transient(s));
+                    if failure.kind != FailureKind::Fetch || !transient {
+                        return Err(failure.with_attempts(attempt + 1));
+                    }
+                    whole = resume && failure.status.is_none();
+                    failure.message
+                }
+            };
+            attempt += 1;
+            if attempt > self.retry.max_retries {
+                return Err(Failure::new(
+                    FailureKind::Fetch,
+                    format!("failed after {attempt} attempts; last: {reason}"),
+                )
+                .with_attempts(attempt));
+            }
+            tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
+        }
+    }
+
+    /// One reply's body into `sink`: whether all of the object is now there.
+    async fn stream_reply(
+        &self,
+        result: object_store::GetResult,
+        sink: &StreamBuffer,
+    ) -> Result<bool, Failure> {
+        sink.expect_total(result.meta.size)?;
+        if let Some(limit) = self.max_bytes.filter(|&limit| sink.size() > limit) {
+            return Err(Failure::too_large(sink.size(), limit));
+        }
+        let partial = result.range.start > 0;
+        let (start, end) = (result.range.start, result.range.end);
+        let range = format!("bytes {start}-{}/{}", end.saturating_sub(1), sink.size());
+        let validator = result.meta.e_tag.clone();
+        let mut writer = BodyWriter::new(sink, partial, Some(&range), validator)?;
+        let mut stream = result.into_stream();
+        loop {
+            match stream.next().await {
+                Some(Ok(chunk)) => writer.write(&chunk)?,
+                None if sink.received() == sink.size() => return Ok(true),
+                Some(Err(_)) | None => return Ok(false),
+            }
+        }
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Vec<u8>, Failure> {
+        let path = self.path(key)?;
         // object_store retries requests itself, and resumes a body cut short with a
         // range request; a server that ignores the range answers with the whole
         // object, which object_store appends. So a body that fails, or whose length
