@@ -1,7 +1,8 @@
 """Native reads of the ``dataloader_api.io`` datasets: when the epoch's backend
 offers ``open_reader`` (``contract.ReadsNatively``), their items are read by it,
 without the interpreter, instead of by the reference (async for the network
-datasets, plain reads for files). ``DATALOADER_NATIVE_IO=0`` keeps the reference.
+datasets, plain reads for files), and ``TarShards`` streams its remote shards
+through it. ``DATALOADER_NATIVE_IO=0`` keeps the reference.
 """
 
 from __future__ import annotations
@@ -23,10 +24,16 @@ def native_epoch(options: LoaderOptions) -> Any:
     """The epoch's ``io._native.NativeEpoch`` (``start``, ``fetch``, ``fetch_now``,
     ``item_fetch``, ``close``) through the backend's reader, or None for the reference."""
     dataset = options.sampling.dataset
-    if not is_io_dataset(dataset) or options.sampling.is_iterable:
-        return None
     backend = options.execution.backend
     off = os.environ.get(NATIVE_IO_VARIABLE, "1") == "0"
+    read_natively = getattr(dataset, "read_natively", None)
+    if read_natively is not None:  # TarShards: its remote shards stream through the reader
+        native = isinstance(backend, ReadsNatively) and not off
+        read_natively(
+            backend.open_reader if isinstance(backend, ReadsNatively) and native else None
+        )
+    if not is_io_dataset(dataset) or options.sampling.is_iterable:
+        return None
     if not isinstance(backend, ReadsNatively) or off or not dataset.reads_natively():
         _warn_if_uncapped(options)
         return None

@@ -12,6 +12,8 @@ import pytest
 from test_shards import make_shards, private_cache  # noqa: F401 (a fixture)
 from test_shards_remote import endpoint, served  # noqa: F401 (a fixture)
 
+import dataloader_api
+from dataloader_api._registry import resolve_backend
 from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
 from dataloader_api.io._base import run_sync
 from dataloader_api.io._progressive import ProgressiveBytes, range_start, stream_body
@@ -22,10 +24,24 @@ FAST = RetryPolicy(max_retries=3, backoff=0.01)
 SHARD = "/d/train-001.tar"
 
 
-def shard_over_http(tmp_path, server, retry=FAST) -> tuple[TarShards, TarShards, HttpDataset]:
+# Each shard streams through the reference's client, or the rust backend's reader.
+READERS = ["reference"] + (["rust"] if "rust" in dataloader_api.backends() else [])
+
+
+@pytest.fixture(params=READERS)
+def reader(request) -> str:
+    return request.param
+
+
+def shard_over_http(
+    tmp_path, server, reader="reference", retry=FAST
+) -> tuple[TarShards, TarShards, HttpDataset]:
     urls = HttpDataset([server.url + f"/d/train-{s:03d}.tar" for s in range(2)], retry=retry)
     local = TarShards(str(tmp_path / "train-{000..001}.tar"), index_cache=False)
-    return TarShards(urls, index_cache=False), local, urls
+    remote = TarShards(urls, index_cache=False)
+    if reader != "reference":
+        remote.read_natively(resolve_backend(reader).open_reader)
+    return remote, local, urls
 
 
 def same(remote: TarShards, local: TarShards, indices: range) -> bool:
@@ -38,15 +54,17 @@ def resumed_from(server) -> list[int]:
     return [int(h["range"][6:-1]) for h in server.headers_seen if "range" in h]
 
 
-def test_a_shard_cut_short_resumes_where_it_stopped(tmp_path):
+def test_a_shard_cut_short_resumes_where_it_stopped(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
-        remote, local, urls = shard_over_http(tmp_path, server)
+        remote, local, urls = shard_over_http(tmp_path, server, reader)
         # Indexed whole on creation; forget it so that the samples stream.
         remote._remote._kept.clear()
         before = server.requests[SHARD]
         server.fail(SHARD, Reset(after=20_000), Reset(after=30_000))
         assert same(remote, local, range(40, 80))
+        streamed = type(remote._remote._kept[1]).__name__
+        assert streamed == ("ProgressiveBytes" if reader == "reference" else "NativeShard")
         assert server.requests[SHARD] - before == 3
         starts = resumed_from(server)
         assert len(starts) == 2 and 0 < starts[0] <= 20_000 < starts[1]
@@ -54,20 +72,20 @@ def test_a_shard_cut_short_resumes_where_it_stopped(tmp_path):
         assert urls.counters.retries == 2
 
 
-def test_a_server_that_answers_a_range_with_everything_gives_exact_bytes(tmp_path):
+def test_a_server_that_answers_a_range_with_everything_gives_exact_bytes(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
-        remote, local, _ = shard_over_http(tmp_path, server)
+        remote, local, _ = shard_over_http(tmp_path, server, reader)
         remote._remote._kept.clear()
         server.fail(SHARD, Reset(after=25_000), IgnoreRange())
         assert same(remote, local, range(40, 80))
         assert len(resumed_from(server)) == 1
 
 
-def test_other_bytes_on_a_resumed_read_are_an_error_not_a_sample(tmp_path):
+def test_other_bytes_on_a_resumed_read_are_an_error_not_a_sample(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
-        remote, local, _ = shard_over_http(tmp_path, server)
+        remote, local, _ = shard_over_http(tmp_path, server, reader)
         remote._remote._kept.clear()
         changed = bytearray(objects[SHARD])
         changed[100] ^= 0xFF  # same size, another byte inside what was received
@@ -77,10 +95,10 @@ def test_other_bytes_on_a_resumed_read_are_an_error_not_a_sample(tmp_path):
             remote[79]
 
 
-def test_a_sample_is_handed_out_before_its_shard_has_arrived(tmp_path):
+def test_a_sample_is_handed_out_before_its_shard_has_arrived(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
-        remote, local, _ = shard_over_http(tmp_path, server, RetryPolicy(max_retries=0))
+        remote, local, _ = shard_over_http(tmp_path, server, reader, RetryPolicy(max_retries=0))
         remote._remote._kept.clear()
         server.fail(SHARD, Reset(after=20_000))
         assert same(remote, local, range(40, 41))
@@ -91,10 +109,10 @@ def test_a_sample_is_handed_out_before_its_shard_has_arrived(tmp_path):
         assert streamed.received < streamed.size
 
 
-def test_a_shard_whose_size_changed_while_streaming_is_a_shard_error(tmp_path):
+def test_a_shard_whose_size_changed_while_streaming_is_a_shard_error(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
-        remote, _, _ = shard_over_http(tmp_path, server)
+        remote, _, _ = shard_over_http(tmp_path, server, reader)
         remote._remote._kept.clear()
         server.objects[SHARD] = objects[SHARD] + bytes(512)
         with pytest.raises(ShardError, match="changed since it was indexed"):

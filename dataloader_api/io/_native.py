@@ -18,7 +18,7 @@ from ._errors import FetchError, ItemTooLargeError
 from ._http_client import redact
 from ._locations import Locations, item_index
 
-__all__ = ["NativeReads"]
+__all__ = ["NativeReads", "count_reads"]
 
 
 class NativeReads:
@@ -120,22 +120,26 @@ class NativeEpoch:
         return results[0] if self._batched else results
 
     def _count(self) -> None:
-        """Add to the dataset's counters what its reader (shared by every thread and
-        epoch) counted since anyone last looked."""
-        shared = self._shared
-        with shared.lock:
-            counts = self._reader.counters()
-            counters = getattr(self._dataset, "counters", None)
-            if counters is not None:
-                counters.requests += counts[0] - shared.seen[0]
-                counters.retries += counts[1] - shared.seen[1]
-                counters.bytes += counts[2] - shared.seen[2]
-                if len(counts) > 3:  # a reader that follows redirects counts them
-                    counters.redirects += counts[3] - shared.seen[3]
-            shared.seen = tuple(counts) + (0,) * (4 - len(counts))
+        count_reads(self._shared, self._dataset)
 
     def close(self) -> None:
         self._cancel.cancel()
+
+
+def count_reads(shared: _Shared, dataset: Any) -> None:
+    """Add to the dataset's counters what its reader (shared by every thread and
+    epoch) counted since anyone last looked."""
+    reader = shared.reader
+    with shared.lock:
+        counts = reader.counters()
+        counters = getattr(dataset, "counters", None)
+        if counters is not None:
+            counters.requests += counts[0] - shared.seen[0]
+            counters.retries += counts[1] - shared.seen[1]
+            counters.bytes += counts[2] - shared.seen[2]
+            if len(counts) > 3:  # a reader that follows redirects counts them
+                counters.redirects += counts[3] - shared.seen[3]
+        shared.seen = tuple(counts) + (0,) * (4 - len(counts))
 
 
 class _Shared:

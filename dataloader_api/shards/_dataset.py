@@ -117,6 +117,13 @@ class TarShards(Dataset[dict[str, Any]]):
             _index_cache.store(cache, key, index)
         return index
 
+    def read_natively(self, open_reader: Callable[..., Any] | None) -> None:
+        """Stream remote shards through a backend's reader (``open_reader``, the rust
+        backend's), or through the reference's client (None); the loader calls it
+        when an epoch starts. Local shards are read where they are either way."""
+        if self._remote is not None:
+            self._remote.read_natively(open_reader)
+
     @property
     def remote(self) -> bool:
         """Whether shards stream over the network and are kept in memory."""

@@ -10,7 +10,8 @@ resumes where it stopped (a range request whose reply is checked). At most
 ``max_in_memory`` shards are kept (the least recently used one goes first);
 a shard two workers need at once is requested once. With ``ShardSampler`` and
 ``max_in_memory`` at least twice its ``window``, every shard is requested once
-per epoch.
+per epoch. On a backend with native reads (rust) the shards stream through its
+reader instead (``_native_shard``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..io._progressive import ProgressiveBytes
+from ._native_shard import NativeShard, NativeStreams
 from ._tar_index import ShardIndex, scan_tar
 
 __all__ = ["RemoteShards"]
@@ -33,11 +35,20 @@ class RemoteShards:
         self.max_in_memory = max_in_memory
         self.names = [_shown(source, source.locations.of(s)) for s in range(len(source))]
         self._lock = threading.Lock()
-        self._kept: OrderedDict[int, ProgressiveBytes] = OrderedDict()
+        self._kept: OrderedDict[int, ProgressiveBytes | NativeShard] = OrderedDict()
+        self._native: NativeStreams | None = None
+
+    def read_natively(self, open_reader: Callable[..., Any] | None) -> None:
+        """Stream through ``open_reader``'s reader from now on (a backend's native
+        reads), or through the reference's client (None)."""
+        if open_reader is None or not self.source.reads_natively():
+            self._native = None
+        elif self._native is None or not self._native.serves(open_reader):
+            self._native = NativeStreams(self.source, open_reader)
 
     def streamed(
         self, shard: int, size: int, mismatch: Callable[[int], BaseException]
-    ) -> ProgressiveBytes:
+    ) -> ProgressiveBytes | NativeShard:
         """Shard ``shard``'s bytes as they arrive: kept, streaming, or requested now.
         ``mismatch(total)`` is what a reply of another size than ``size`` raises."""
         with self._lock:
@@ -47,11 +58,17 @@ class RemoteShards:
                 if kept.size != size:
                     raise mismatch(kept.size)
                 return kept
-            buffer = self._kept[shard] = ProgressiveBytes(size, mismatch)
+            native = self._native
+            streaming: ProgressiveBytes | NativeShard
+            if native is not None:  # started under the lock: one request per shard
+                streaming = self._kept[shard] = native.start(shard, size, mismatch)
+            else:
+                streaming = self._kept[shard] = ProgressiveBytes(size, mismatch)
             while len(self._kept) > self.max_in_memory:
                 self._kept.popitem(last=False)  # its readers still hold it
-        self.source.start_streaming(shard, buffer)
-        return buffer
+        if isinstance(streaming, ProgressiveBytes):
+            self.source.start_streaming(shard, streaming)
+        return streaming
 
     def scan(self, shard: int) -> ShardIndex:
         """Index a shard, read whole (its size is not known before); it is kept."""
@@ -74,6 +91,7 @@ class RemoteShards:
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._kept = OrderedDict()
+        self._native = None
 
 
 def _shown(source: Any, location: str) -> str:
