@@ -17,7 +17,7 @@ from dataloader_api._registry import resolve_backend
 from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
 from dataloader_api.io._base import run_sync
 from dataloader_api.io._progressive import ProgressiveBytes, range_start, stream_body
-from dataloader_api.io.loopback import IgnoreRange, LoopbackServer, Replace, Reset
+from dataloader_api.io.loopback import IgnoreRange, LoopbackServer, Replace, Reset, Status
 from dataloader_api.shards import ShardError, TarShards
 
 FAST = RetryPolicy(max_retries=3, backoff=0.01)
@@ -72,6 +72,24 @@ def test_a_shard_cut_short_resumes_where_it_stopped(tmp_path, reader):
         assert urls.counters.retries == 2
 
 
+def test_a_read_that_moves_on_before_each_cut_is_not_out_of_retries(tmp_path, reader):
+    # A large shard on a slow link: each attempt gets further, none uses up a retry.
+    objects = served(tmp_path, 2, 40)
+    with LoopbackServer(objects) as server:
+        remote, local, urls = shard_over_http(
+            tmp_path, server, reader, RetryPolicy(max_retries=1, backoff=0.001)
+        )
+        remote._remote._kept.clear()
+        server.fail(SHARD, *[Reset(after=15_000)] * 6)
+        assert same(remote, local, range(40, 80))
+        assert len(resumed_from(server)) == 6 and urls.counters.retries == 6
+        # Cuts without progress do use them up.
+        remote._remote._kept.clear()
+        server.fail(SHARD, Reset(after=0), Reset(after=0))
+        with pytest.raises(FetchError, match="failed after 2 attempts"):
+            remote[79]
+
+
 def test_a_server_that_answers_a_range_with_everything_gives_exact_bytes(tmp_path, reader):
     objects = served(tmp_path, 2, 40)
     with LoopbackServer(objects) as server:
@@ -100,11 +118,11 @@ def test_a_sample_is_handed_out_before_its_shard_has_arrived(tmp_path, reader):
     with LoopbackServer(objects) as server:
         remote, local, _ = shard_over_http(tmp_path, server, reader, RetryPolicy(max_retries=0))
         remote._remote._kept.clear()
-        server.fail(SHARD, Reset(after=20_000))
+        server.fail(SHARD, Reset(after=20_000), Status(404))
         assert same(remote, local, range(40, 41))
         streamed = remote._remote._kept[1]
-        # The read failed for good at 20,000 bytes; sample 40 came from those.
-        with pytest.raises(FetchError, match="cut short"):
+        # The read failed for good after 20,000 bytes; sample 40 came from those.
+        with pytest.raises(FetchError, match="404"):
             streamed.take(0, streamed.size)
         assert streamed.received < streamed.size
 

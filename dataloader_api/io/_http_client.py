@@ -125,10 +125,14 @@ class HttpClient:
             elif auth is not None and not any(k.lower() == "authorization" for k in extra):
                 extra = {**extra, "Authorization": auth}
             extra = {**extra, **range_start(sink)}
+            before = sink.received if sink is not None else 0
             try:
                 response = await self._attempt(parts, extra, index, where, sink)
             except _Transient as failure:
-                if attempt >= self.retry.max_retries:
+                # A streamed body that moved on before it was cut resumes without
+                # using up a retry: a large object on a slow link needs several.
+                progressed = sink is not None and sink.received > before
+                if attempt >= self.retry.max_retries and not progressed:
                     raise FetchError(
                         index,
                         where,
@@ -137,7 +141,7 @@ class HttpClient:
                         status=_status_of(failure),
                     ) from None
                 await asyncio.sleep(self.retry.delay(attempt, failure.retry_after, self._rng))
-                attempt += 1
+                attempt += 0 if progressed else 1
                 self.counters.retries += 1
                 continue
             if response.status == 200 or (sink is not None and response.status == 206):

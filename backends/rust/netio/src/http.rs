@@ -148,6 +148,7 @@ impl HttpReader {
         loop {
             let started = limit.acquire().await;
             let mut replied = None;
+            let before = sink.map(StreamBuffer::received);
             let attempt = self.attempt(url, &mut replied, sink);
             let outcome = match tokio::time::timeout(self.timeout, attempt).await {
                 Ok(outcome) => outcome,
@@ -170,7 +171,10 @@ impl HttpReader {
                 }
                 Err(Attempt::Transient(reason, retry_after)) => (reason, retry_after),
             };
-            if retry >= self.retry.max_retries {
+            // A streamed body that moved on before it was cut resumes without using up
+            // a retry: a large object on a slow link may need several attempts.
+            let progressed = sink.map(StreamBuffer::received) > before;
+            if retry >= self.retry.max_retries && !progressed {
                 let status = reason
                     .strip_prefix("HTTP ")
                     .and_then(|rest| rest.get(..3))
@@ -183,7 +187,7 @@ impl HttpReader {
                 .with_attempts(retry + 1));
             }
             tokio::time::sleep(self.retry.delay(retry, retry_after)).await;
-            retry += 1;
+            retry += u32::from(!progressed);
             self.counters.retries.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -112,7 +112,8 @@ impl S3Reader {
             // A resumed read asks for the rest; after a resumed request that failed
             // without a status (a reply that was not the range: object_store refuses
             // it), for all of it again, its bytes already here compared.
-            let resume = sink.received() > 0 && !whole;
+            let before = sink.received();
+            let resume = before > 0 && !whole;
             let options = GetOptions {
                 range: resume.then(|| GetRange::Offset(sink.received())),
                 if_match: sink.validator().filter(|_| resume),
@@ -137,6 +138,11 @@ impl S3Reader {
                     failure.message
                 }
             };
+            if sink.received() > before {
+                // It moved on before it was cut: resumed without using up a retry.
+                tokio::time::sleep(self.retry.delay(0, None)).await;
+                continue;
+            }
             attempt += 1;
             if attempt > self.retry.max_retries {
                 return Err(Failure::new(
