@@ -143,16 +143,23 @@ impl S3Reader {
                 tokio::time::sleep(self.retry.delay(0, None)).await;
                 continue;
             }
-            attempt += 1;
-            if attempt > self.retry.max_retries {
-                return Err(Failure::new(
-                    FailureKind::Fetch,
-                    format!("failed after {attempt} attempts; last: {reason}"),
-                )
-                .with_attempts(attempt));
-            }
-            tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
+            self.after_failure(&mut attempt, reason).await?;
         }
+    }
+
+    /// One more attempt failed for `reason`: the failure once `max_retries` are
+    /// used up, else the backoff before the next attempt.
+    async fn after_failure(&self, attempt: &mut u32, reason: String) -> Result<(), Failure> {
+        *attempt += 1;
+        if *attempt > self.retry.max_retries {
+            return Err(Failure::new(
+                FailureKind::Fetch,
+                format!("failed after {attempt} attempts; last: {reason}"),
+            )
+            .with_attempts(*attempt));
+        }
+        tokio::time::sleep(self.retry.delay(*attempt - 1, None)).await;
+        Ok(())
     }
 
     /// One reply's body into `sink`: whether all of the object is now there.
@@ -217,15 +224,7 @@ impl S3Reader {
                     }
                 }
             };
-            attempt += 1;
-            if attempt > self.retry.max_retries {
-                return Err(Failure::new(
-                    FailureKind::Fetch,
-                    format!("failed after {attempt} attempts; last: {reason}"),
-                )
-                .with_attempts(attempt));
-            }
-            tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
+            self.after_failure(&mut attempt, reason).await?;
         }
     }
 }
