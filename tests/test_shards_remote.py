@@ -77,7 +77,8 @@ def test_a_window_the_memory_cannot_hold_warns(tmp_path):
     with LoopbackServer(served(tmp_path, 4, 2)) as server:
         dataset = TarShards(server.url + "/d/train-{000..003}.tar", max_shards_in_memory=3,
                             index_cache=False)  # fmt: skip
-        with pytest.warns(RuntimeWarning, match=r"max_shards_in_memory=4\) or a window of 1"):
+        fix = r"keep 4 \(max_shards_in_memory=, max_bytes_in_memory=\) or use a window of 1"
+        with pytest.warns(RuntimeWarning, match=fix):
             ShardSampler(dataset, window=2)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 __all__ = ["ProgressiveBytes", "range_start", "stream_body"]
 
@@ -76,6 +77,18 @@ class ProgressiveBytes:
         with self._changed:
             self._received = end
             self._changed.notify_all()
+
+    def fill_from(self, file: Any) -> None:
+        """Read the rest from ``file`` (its ``readinto``) straight into the buffer, a
+        step at a time so readers go as their parts arrive (the writer's thread only)."""
+        while self._received < self.size:
+            start = self._received
+            count = file.readinto(self._view[start : min(self.size, start + _STEP * 4)])
+            if not count:
+                raise EOFError(f"ended after {start} of {self.size} bytes")
+            with self._changed:
+                self._received = start + count
+                self._changed.notify_all()
 
     def matches(self, offset: int, chunk: bytes) -> bool:
         """Whether bytes already received at ``offset`` equal ``chunk`` (a reply

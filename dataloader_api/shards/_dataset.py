@@ -12,14 +12,17 @@ from .._datasets import Dataset
 from ..io._base import AsyncReadDataset
 from ..io._locations import item_index
 from . import _index_cache
+from ._companion import check_header, read_companion
 from ._decoders import checked_decoders
+from ._local_files import ShardFiles
 from ._pattern import ShardsArg, shard_list
-from ._remote import RemoteShards
+from ._streamed import StreamedShards
 from ._tar_index import ShardError, ShardIndex, scan_shard
 
 __all__ = ["TarShards"]
 
 _REMOTE = ("http://", "https://")
+_BLOCK = 512
 
 
 class TarShards(Dataset[dict[str, Any]]):
@@ -39,12 +42,20 @@ class TarShards(Dataset[dict[str, Any]]):
     extension in lower case (``"jpg"``, ``"cls"``), holding its bytes, or
     what ``decoders[extension]`` makes of them (``"text"``, ``"int"``,
     ``"json"``, ``"bytes"`` or a function). A local sample is one read of its
-    file. A remote shard is requested once, with one streamed request (a
-    read cut short resumes where it stopped), and kept in memory while its
-    samples are read, at most ``max_shards_in_memory`` at a time; a sample
-    is handed out as soon as its own bytes have arrived.
+    file, or with ``local_reads="shard"`` its shard is read whole, once, in one
+    sequential read (for network file systems and cold disks; use it with
+    ``ShardSampler``). A remote shard is requested once, with one streamed
+    request (a read cut short resumes where it stopped). A shard read whole
+    is kept in memory while its samples are read, at most
+    ``max_shards_in_memory`` of them and at most ``max_bytes_in_memory``
+    bytes of them (None: no bound in bytes) at a time, the least recently
+    used going first; a sample is handed out as soon as its own bytes have
+    arrived.
 
-    Shard indexes are kept between runs in ``index_cache`` (a folder; by
+    A local shard with a companion index file from NVIDIA DALI's ``wds2idx.py``
+    (``train-000001.idx`` beside ``train-000001.tar``) is indexed from it, each
+    field's tar header then checked as the field is read. Shard indexes are
+    kept between runs in ``index_cache`` (a folder; by
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
     ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
     while a local shard's size and modification time are unchanged, and a
@@ -64,29 +75,38 @@ class TarShards(Dataset[dict[str, Any]]):
         decoders: Mapping[str, Any] | None = None,
         index_cache: str | os.PathLike[str] | bool | None = None,
         max_shards_in_memory: int = 8,
+        max_bytes_in_memory: int | None = None,
+        local_reads: str | None = None,
     ) -> None:
         self._decoders = checked_decoders(decoders)
-        if isinstance(max_shards_in_memory, bool) or not isinstance(max_shards_in_memory, int):
-            raise TypeError(
-                "max_shards_in_memory should be a positive int, but got "
-                f"max_shards_in_memory={max_shards_in_memory!r}"
-            )
-        if max_shards_in_memory < 1:
+        _check_bound("max_bytes_in_memory", max_bytes_in_memory, none=True)
+        if local_reads not in (None, "sample", "shard"):
             raise ValueError(
-                "max_shards_in_memory should be a positive int, but got "
-                f"max_shards_in_memory={max_shards_in_memory!r}"
+                'local_reads should be "sample" (one read per sample, the default) or '
+                f'"shard" (each shard read whole, once), but got local_reads={local_reads!r}'
             )
+        _check_bound("max_shards_in_memory", max_shards_in_memory, none=False)
         self.max_shards_in_memory = max_shards_in_memory
+        self.max_bytes_in_memory = max_bytes_in_memory
+        bounds = (max_shards_in_memory, max_bytes_in_memory)
         self._cache = _cache_folder(index_cache)
         if isinstance(shards, AsyncReadDataset):
-            self._remote: RemoteShards | None = RemoteShards(shards, max_shards_in_memory)
+            self._remote: StreamedShards | None = StreamedShards(shards, *bounds)
             names = self._remote.names
         else:
             names = _shard_names(shards)  # a function given as shards is called once
-            self._remote = _remote_source(names, max_shards_in_memory)
+            self._remote = _remote_source(names, bounds)
+        if self._remote is not None and local_reads == "sample":
+            raise ValueError(
+                'local_reads="sample" is for local shards: remote ones are always read '
+                "whole, one request each (leave local_reads out)"
+            )
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
+        self._streams = self._remote
+        if local_reads == "shard" and self._remote is None:
+            self._streams = StreamedShards(ShardFiles(self._indexes), *bounds)
         ends, total = [], 0
         for index in self._indexes:
             total += len(index.samples)
@@ -100,18 +120,23 @@ class TarShards(Dataset[dict[str, Any]]):
         return os.path.abspath(name)
 
     def _indexed(self, shard: int, name: str) -> ShardIndex:
+        """From the cache, else (local) a companion index file, else the shard's headers."""
         cache, remote, key = self._cache, self._remote, self._key(shard, name)
+        status = None
+        if remote is None:
+            try:
+                found = os.stat(name)
+                status = (found.st_size, found.st_mtime_ns)
+            except OSError:
+                status = (-1, -1)  # scan_shard says what is wrong
         if cache is not None:
-            status = None
-            if remote is None:
-                try:
-                    found = os.stat(name)
-                    status = (found.st_size, found.st_mtime_ns)
-                except OSError:
-                    status = (-1, -1)  # scan_shard says what is wrong
             kept = _index_cache.load(cache, key, name, status)
             if kept is not None:
                 return kept
+        if status is not None and status[0] >= 0:
+            companion = read_companion(name, *status)
+            if companion is not None:
+                return companion
         index = remote.scan(shard) if remote else scan_shard(name)
         if cache is not None:
             _index_cache.store(cache, key, index)
@@ -121,13 +146,34 @@ class TarShards(Dataset[dict[str, Any]]):
         """Stream remote shards through a backend's reader (``open_reader``, the rust
         backend's), or through the reference's client (None); the loader calls it
         when an epoch starts. Local shards are read where they are either way."""
-        if self._remote is not None:
-            self._remote.read_natively(open_reader)
+        if self._streams is not None:
+            self._streams.read_natively(open_reader)
 
     @property
     def remote(self) -> bool:
-        """Whether shards stream over the network and are kept in memory."""
+        """Whether shards stream over the network."""
         return self._remote is not None
+
+    @property
+    def shards_in_memory(self) -> int | None:
+        """How many of the largest shards the bounds keep at once (at least one), or
+        None when samples are read one by one (local shards, ``local_reads="sample"``)."""
+        if self._streams is None:
+            return None
+        largest = max((index.size for index in self._indexes), default=1)
+        kept = self.max_shards_in_memory
+        if self.max_bytes_in_memory is not None:
+            kept = min(kept, self.max_bytes_in_memory // max(largest, 1))
+        return max(kept, 1)
+
+    def memory(self) -> tuple[int, int]:
+        """``(now, peak)``: bytes of shard buffers alive now (kept, or pushed out but
+        still read from), and the most there were at once; ``(0, 0)`` when samples
+        are read one by one."""
+        if self._streams is None:
+            return 0, 0
+        now = self._streams.in_memory()
+        return now, max(now, self._streams.peak_bytes)
 
     @property
     def shards(self) -> tuple[str, ...]:
@@ -154,12 +200,21 @@ class TarShards(Dataset[dict[str, Any]]):
         sample = shard_index.samples[position]
         item: dict[str, Any] = {"__key__": sample.key, "__url__": shard_index.shard}
         start, length = sample.span
-        if self._remote is None:
-            data = _read_span(shard_index, start, length)
+        checked = shard_index.from_companion  # each field's tar header is checked too
+        if self._streams is None:
+            before = _BLOCK if checked else 0
+            data = _read_span(shard_index, start - before, length + before)
+            start -= before
             fields = [(e, data[o - start : o - start + n]) for e, o, n in sample.fields]
+            headers = [data[o - start - _BLOCK : o - start] for _, o, _ in sample.fields]
         else:  # taken as soon as this sample's bytes have arrived
-            streamed = self._remote.streamed(shard, shard_index.size, self._mismatch(shard))
+            streamed = self._streams.streamed(shard, shard_index.size, self._mismatch(shard))
             fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
+            if checked:
+                headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
+        if checked:
+            for header, (extension, offset, size) in zip(headers, sample.fields, strict=True):
+                check_header(shard_index.shard, header, offset, size, f"{sample.key}.{extension}")
         for extension, field in fields:
             decoder = self._decoders.get(extension)
             item[extension] = decoder(field) if decoder is not None else field
@@ -196,7 +251,17 @@ def _shard_names(shards: Any) -> list[str]:
     return names
 
 
-def _remote_source(names: list[str], max_in_memory: int) -> RemoteShards | None:
+def _check_bound(name: str, value: Any, *, none: bool) -> None:
+    if value is None and none:
+        return
+    allowed = "a positive int" + (" or None" if none else "")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} should be {allowed}, but got {name}={value!r}")
+    if value < 1:
+        raise ValueError(f"{name} should be {allowed}, but got {name}={value!r}")
+
+
+def _remote_source(names: list[str], bounds: tuple[int, int | None]) -> StreamedShards | None:
     remote = [n.startswith(_REMOTE) for n in names]
     if not any(remote):
         return None
@@ -207,7 +272,7 @@ def _remote_source(names: list[str], max_in_memory: int) -> RemoteShards | None:
         )
     from ..io import HttpDataset
 
-    return RemoteShards(HttpDataset(names), max_in_memory)
+    return StreamedShards(HttpDataset(names), *bounds)
 
 
 def _cache_folder(index_cache: Any) -> Path | None:

@@ -104,13 +104,14 @@ class ShardSampler(Sampler[int]):
             int(window),
             drop_last,
         )
-        kept = getattr(dataset, "max_shards_in_memory", None)
-        if getattr(dataset, "remote", False) and isinstance(kept, int) and kept < 2 * window:
+        kept = getattr(dataset, "shards_in_memory", None)  # TarShards reading shards whole
+        if isinstance(kept, int) and kept < 2 * window:
             warnings.warn(
                 f"ShardSampler(window={window}): the batches in flight can need the shards "
                 f"of two windows, {2 * window}, but the dataset keeps {kept} in memory, so "
-                "some shards would be requested more than once per epoch: use "
-                f"TarShards(max_shards_in_memory={2 * window}) or a window of {kept // 2 or 1}",
+                "some shards would be read more than once per epoch: let TarShards keep "
+                f"{2 * window} (max_shards_in_memory=, max_bytes_in_memory=) or use a "
+                f"window of {kept // 2 or 1}",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -18,7 +18,15 @@ import tarfile
 from dataclasses import dataclass
 from typing import BinaryIO
 
-__all__ = ["Sample", "ShardError", "ShardIndex", "scan_shard", "scan_tar", "split_name"]
+__all__ = [
+    "Sample",
+    "ShardError",
+    "ShardIndex",
+    "group_members",
+    "scan_shard",
+    "scan_tar",
+    "split_name",
+]
 
 _BLOCK = 512
 _NAME = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
@@ -78,6 +86,8 @@ class ShardIndex:
     size: int
     mtime_ns: int
     samples: tuple[Sample, ...]
+    # read from a companion index file: each field's tar header is checked as it is read
+    from_companion: bool = False
 
 
 def _check_end(shard: str, file: BinaryIO, offset: int, size: int) -> None:
@@ -93,7 +103,7 @@ def _check_end(shard: str, file: BinaryIO, offset: int, size: int) -> None:
     raise ShardError(shard, offset, "not a valid tar header (corrupt shard)")
 
 
-def _group(shard: str, members: list[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
+def group_members(shard: str, members: list[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
     samples: list[Sample] = []
     key: str | None = None
     fields: list[tuple[str, int, int]] = []
@@ -150,4 +160,4 @@ def scan_tar(shard: str, file: BinaryIO, size: int, mtime_ns: int) -> ShardIndex
         if info.isreg():
             members.append((info.name, info.offset, info.offset_data, info.size))
     _check_end(shard, file, tar.offset, size)
-    return ShardIndex(shard, size, mtime_ns, _group(shard, members))
+    return ShardIndex(shard, size, mtime_ns, group_members(shard, members))

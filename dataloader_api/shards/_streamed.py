@@ -1,5 +1,6 @@
-"""Shards streamed over HTTP(S) or from an object store, one request each,
-and kept in memory while their samples are read.
+"""Shards streamed over HTTP(S), from an object store, or read whole from
+local files, one request or read each, and kept in memory while their
+samples are read.
 
 The bytes come from an ``io`` dataset whose item ``s`` is shard ``s``
 (``HttpDataset``, ``ObjectStoreDataset``): its retries, limits, credentials
@@ -7,17 +8,25 @@ and exact-bytes rules apply. A shard streams on the io datasets' private
 event loop into a buffer of its indexed size; a sample is handed out as soon
 as its own bytes are there, not when the whole shard is. A read cut short
 resumes where it stopped (a range request whose reply is checked). At most
-``max_in_memory`` shards are kept (the least recently used one goes first);
+``max_in_memory`` shards, and at most ``max_bytes`` of them, are kept (the
+least recently used one goes first; one shard is always kept, whatever its
+size);
 a shard two workers need at once is requested once. With ``ShardSampler`` and
 ``max_in_memory`` at least twice its ``window``, every shard is requested once
 per epoch. On a backend with native reads (rust) the shards stream through its
-reader instead (``_native_shard``).
+reader instead (``_native_shard``). Local shards come from
+``_local_files.ShardFiles``, read whole on a pool of threads.
+
+``in_memory`` and ``peak_bytes`` count every shard buffer still alive, kept
+or not: one pushed out while it still arrives lives on for the samples
+waiting on it.
 """
 
 from __future__ import annotations
 
 import io
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -26,13 +35,15 @@ from ..io._progressive import ProgressiveBytes
 from ._native_shard import NativeShard, NativeStreams
 from ._tar_index import ShardIndex, scan_tar
 
-__all__ = ["RemoteShards"]
+__all__ = ["StreamedShards"]
 
 
-class RemoteShards:
-    def __init__(self, source: Any, max_in_memory: int) -> None:
+class StreamedShards:
+    def __init__(self, source: Any, max_in_memory: int, max_bytes: int | None = None) -> None:
         self.source = source
-        self.max_in_memory = max_in_memory
+        self.max_in_memory, self.max_bytes = max_in_memory, max_bytes
+        self.peak_bytes = 0
+        self._live: weakref.WeakSet[ProgressiveBytes | NativeShard] = weakref.WeakSet()
         self.names = [_shown(source, source.locations.of(s)) for s in range(len(source))]
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, ProgressiveBytes | NativeShard] = OrderedDict()
@@ -60,12 +71,13 @@ class RemoteShards:
                 return kept
             native = self._native
             streaming: ProgressiveBytes | NativeShard
+            self._kept.pop(shard, None)  # a failed read: not counted against the bounds
+            self._make_room(size)
             if native is not None:  # started under the lock: one request per shard
-                streaming = self._kept[shard] = native.start(shard, size, mismatch)
+                streaming = native.start(shard, size, mismatch)
             else:
-                streaming = self._kept[shard] = ProgressiveBytes(size, mismatch)
-            while len(self._kept) > self.max_in_memory:
-                self._kept.popitem(last=False)  # its readers still hold it
+                streaming = ProgressiveBytes(size, mismatch)
+            self._admit(streaming, shard)
         if isinstance(streaming, ProgressiveBytes):
             self.source.start_streaming(shard, streaming)
         return streaming
@@ -74,10 +86,30 @@ class RemoteShards:
         """Index a shard, read whole (its size is not known before); it is kept."""
         data = bytes(self.source[shard])
         with self._lock:
-            self._kept[shard] = ProgressiveBytes.complete(data)
-            while len(self._kept) > self.max_in_memory:
-                self._kept.popitem(last=False)
+            self._make_room(len(data))
+            self._admit(ProgressiveBytes.complete(data), shard)
         return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0)
+
+    def _make_room(self, size: int) -> None:
+        """Push out the least recently used shards (their readers still hold them)
+        until one more of ``size`` bytes fits the bounds, or none is left (under the lock)."""
+        while self._kept and (
+            len(self._kept) >= self.max_in_memory
+            or (self.max_bytes is not None and self._kept_bytes() + size > self.max_bytes)
+        ):
+            self._kept.popitem(last=False)
+
+    def _admit(self, streaming: ProgressiveBytes | NativeShard, shard: int) -> None:
+        self._kept[shard] = streaming
+        self._live.add(streaming)
+        self.peak_bytes = max(self.peak_bytes, self.in_memory())
+
+    def _kept_bytes(self) -> int:
+        return sum(kept.size for kept in self._kept.values())
+
+    def in_memory(self) -> int:
+        """Bytes of every shard buffer alive now, kept or still read from."""
+        return sum(streaming.size for streaming in list(self._live))
 
     def kept(self) -> list[int]:
         """The shards in memory now (or arriving), least recently used first."""
@@ -85,13 +117,20 @@ class RemoteShards:
             return list(self._kept)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"source": self.source, "max_in_memory": self.max_in_memory, "names": self.names}
+        return {
+            "source": self.source,
+            "max_in_memory": self.max_in_memory,
+            "max_bytes": self.max_bytes,
+            "names": self.names,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._kept = OrderedDict()
         self._native = None
+        self.peak_bytes = 0
+        self._live = weakref.WeakSet()
 
 
 def _shown(source: Any, location: str) -> str:

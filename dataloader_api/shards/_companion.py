@@ -1,0 +1,116 @@
+"""Companion index files: NVIDIA DALI's webdataset index (its ``tools/wds2idx.py``),
+next to a local shard, read instead of the shard's headers.
+
+DALI's format v1.2: a first line ``v1.2 <samples>``, then one line per sample
+holding, for each of its members, ``<extension> <data offset> <size> <name>``.
+The names give the samples' keys, so a v1.1 index (no names) is refused,
+naming the tool that writes v1.2. The file is where DALI's tool puts it by
+default: the shard's path up to the first dot of its file name, then
+``.idx`` (``train-000001.tar`` next to ``train-000001.idx``).
+
+An index file is not trusted blindly: one older than its shard is not used
+(with a warning); its fields must lie in the shard, in order, each past a
+header block; and the tar header before each field is checked when the field
+is read (``check_header``): a checksum that holds, the member's name and the
+indexed size. A
+wrong index raises ``ShardError``, never hands out other bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from ._tar_index import Sample, ShardError, ShardIndex, group_members
+
+__all__ = ["check_header", "companion_path", "read_companion"]
+
+_BLOCK = 512
+
+
+def companion_path(shard: str) -> str:
+    """Where DALI's ``wds2idx.py`` writes ``shard``'s index by default."""
+    name_start = shard.rfind("/") + 1
+    dot = shard.find(".", name_start + 1)  # a leading dot is part of the name
+    return (shard[:dot] if dot >= 0 else shard) + ".idx"
+
+
+def read_companion(shard: str, size: int, mtime_ns: int) -> ShardIndex | None:
+    """``shard``'s index from its companion file, or None when it has none (or a
+    stale one, which warns)."""
+    path = companion_path(shard)
+    try:
+        with open(path, "rb") as file:
+            status = os.fstat(file.fileno())
+            text = file.read()
+    except FileNotFoundError:
+        return None
+    if status.st_mtime_ns < mtime_ns:
+        warnings.warn(
+            f"TarShards: the index {path!r} is older than its shard {shard!r}, so it is "
+            "not used (the shard's headers are read instead): write it again with "
+            "DALI's wds2idx.py, or delete it",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return None
+    return ShardIndex(shard, size, mtime_ns, _parse(path, text, size), from_companion=True)
+
+
+def _parse(path: str, text: bytes, size: int) -> tuple[Sample, ...]:
+    lines = text.split(b"\n")
+    header = lines[0].split()
+    if len(header) != 2 or not header[1].isdigit():
+        raise ShardError(path, 0, "not a DALI webdataset index (its first line should be "
+                         f"'v1.2 <samples>', not {lines[0][:40]!r})")  # fmt: skip
+    version, count = header[0].decode("ascii", "replace"), int(header[1])
+    if version != "v1.2":
+        raise ShardError(path, 0, f"index version {version!r}: only v1.2 (DALI's current "
+                         "one, with member names) is read; write it again with DALI's "
+                         "tools/wds2idx.py")  # fmt: skip
+    members: list[tuple[str, int, int, int]] = []
+    offset = len(lines[0]) + 1
+    end = 0
+    rows = [line for line in lines[1:] if line.strip()]
+    if len(rows) != count:
+        raise ShardError(path, 0, f"says {count} samples but has {len(rows)} lines")
+    for number, line in enumerate(lines[1:], start=2):
+        words = line.split()
+        if len(words) % 4:
+            raise ShardError(path, offset, f"line {number}: not '<extension> <offset> <size> "
+                             "<name>' groups (a name with a space cannot be indexed)")  # fmt: skip
+        for at in range(0, len(words), 4):
+            try:
+                data, length = int(words[at + 1]), int(words[at + 2])
+                name = words[at + 3].decode("utf-8", "surrogateescape")
+            except ValueError:
+                raise ShardError(path, offset, f"line {number}: an offset or size that is "
+                                 "not a number") from None  # fmt: skip
+            if data % _BLOCK or data < end + _BLOCK or length < 0 or data + length > size:
+                raise ShardError(path, offset, f"line {number}: member {name!r} at "
+                                 f"{data} ({length} bytes) is not where a member of this "
+                                 f"{size}-byte shard can be (after {end})")  # fmt: skip
+            end = data + length
+            members.append((name, data - _BLOCK, data, length))
+        offset += len(line) + 1
+    return group_members(path, members)
+
+
+def check_header(shard: str, block: bytes, offset: int, size: int, member: str) -> None:
+    """The tar header ``block`` before a field at ``offset`` must be ``member``'s (its
+    key and extension, compared without case) with ``size`` bytes."""
+    try:
+        recorded = int(block[148:156].split(b"\0", 1)[0].strip() or b"-1", 8)
+        stated = int(block[124:136].split(b"\0", 1)[0].strip() or b"-1", 8)
+    except ValueError:
+        recorded = stated = -1
+    checksum = sum(block[:148]) + 256 + sum(block[156:])
+    named = block[:100].split(b"\0", 1)[0]
+    prefix = block[345:500].split(b"\0", 1)[0] if block[257:263] == b"ustar\0" else b""
+    name = (prefix + b"/" + named if prefix else named).decode("utf-8", "replace").lower()
+    # a name of 100 bytes or more is cut in this header (the whole one precedes it)
+    same = name == member.lower() or (len(named) == 100 and member.lower().startswith(name))
+    if len(block) != _BLOCK or recorded != checksum or stated != size or not same:
+        raise ShardError(shard, offset - _BLOCK, f"no tar header of member {member!r} "
+                         f"({size} bytes) here: the index file does not match the shard "
+                         "(write it again)")  # fmt: skip
