@@ -264,11 +264,14 @@ def bench(session: nox.Session) -> None:
             # Workload 9's source photos; on 3.13t its scipy would need a Fortran
             # build (with numpy<2.5), so photos.py generates scenes there.
             peers.append("scikit-image")
-    install_project(session, "pillow>=10.1", *peers)
+    # boto3 uploads workload 14c's shards to moto's server (scripts/provision-moto.sh).
+    install_project(session, "pillow>=10.1", "boto3", *peers)
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
     json_out = [] if quick else ["--json", str(results / f"{session.python}.json")]
-    session.run("python", "benchmarks/run.py", *json_out, *session.posargs)
+    session.run(
+        "python", "benchmarks/run.py", *json_out, *session.posargs, env=s3_server_env(session)
+    )
     if not quick:
         session.notify("bench_report")  # after every interpreter's run
 

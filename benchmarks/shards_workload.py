@@ -4,15 +4,22 @@ each backend (a 1000-sample shuffle buffer; and each window shuffled whole,
 on the first backend), against webdataset's ``WebDataset`` (shards shuffled, a
 1000-sample shuffle buffer, as its docs recommend; ``curl`` for URLs) through
 torch's DataLoader with worker processes, and through ours. 14: on local
-disk; 14b: behind the loopback server in another process, 20 ms per reply."""
+disk (also read whole, ``local_reads="shard"``); 14b: behind the loopback
+server in another process, 20 ms per reply; 14c: in moto's S3 server (where
+``$DATALOADER_S3_SERVER`` names it), webdataset reading presigned URLs with
+``curl``. Each table's title says the requests (or files opened) per epoch
+and the most shard memory that was alive at once against its bound."""
 
 from __future__ import annotations
 
 import io
+import os
+import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,7 @@ from photos import write_jpegs
 from remote import LATENCY
 
 from dataloader_api import DataLoader
+from dataloader_api.io import ObjectStoreDataset
 from dataloader_api.shards import ShardSampler, TarShards
 
 try:
@@ -95,33 +103,93 @@ def shards(s: Any) -> list[Table]:
         finally:
             server.terminate()
             server.wait()
-    return [local, remote]
+        tables = [local, remote]
+        s3 = os.environ.get("DATALOADER_S3_SERVER")
+        if s3:
+            tables.append(_s3_table(s, s3, Path(folder), count, what))
+        else:
+            print("14c skipped: no S3 server ($DATALOADER_S3_SERVER; nox -s bench sets it)")
+    return tables
 
 
-def _table(s: Any, id: str, title: str, pattern: str, count: int) -> Table:
-    remote = pattern.startswith("http")
-    dataset = TarShards(pattern, decoders={"cls": "int"}, index_cache=False)
+def _s3_table(s: Any, command: str, folder: Path, count: int, what: str) -> Table:
+    """The shards uploaded to moto's server on loopback, read from there."""
+    import boto3
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [command, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        keys = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret"}
+        os.environ.update(keys)
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket="shards")
+        names = [f"train-{shard:06d}.tar" for shard in range(count)]
+        for name in names:
+            client.upload_file(str(folder / name), "shards", name)
+        store = ObjectStoreDataset("s3://shards/", endpoint_url=endpoint, region="us-east-1",
+                                   keys=names)  # fmt: skip
+        presigned = [
+            client.generate_presigned_url(
+                "get_object", Params={"Bucket": "shards", "Key": n}, ExpiresIn=86400
+            )
+            for n in names
+        ]
+        title = f"14c. Tar shards in moto's S3 server on loopback: {what}"
+        return _table(s, "shards_s3", title, store, count, urls=presigned)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _table(
+    s: Any, id: str, title: str, source: Any, count: int, urls: list[str] | None = None
+) -> Table:
+    """``source``: a brace pattern (local or http) or an ``io`` dataset (S3, whose
+    objects webdataset reads from ``urls``)."""
+    remote = not isinstance(source, str) or source.startswith("http")
+    dataset = TarShards(source, decoders={"cls": "int"}, index_cache=False)
     # A 1000-sample shuffle buffer, as webdataset's below; then each window
     # shuffled whole (its shards all read before much of it goes), on one backend.
-    samplers = [(name, 1000) for name in s.names] + [(name, None) for name in s.names[:1]]
+    samplers = [(name, 1000, dataset) for name in s.names]
+    samplers += [(name, None, dataset) for name in s.names[:1]]
+    whole = None
+    if not remote:  # local shards read whole, once each, on the first backend
+        whole = TarShards(source, decoders={"cls": "int"}, index_cache=False, local_reads="shard")
+        samplers += [(name, 1000, whole) for name in s.names[:1]]
     entries: list[Entry | None] = []
     reads: dict[str, int] = {}
     reference: tuple[str, list[float]] | None = None
-    for name, buffer in samplers:
-        sampler = ShardSampler(dataset, seed=0, window=4, buffer=buffer)
+    for name, buffer, read in samplers:
+        sampler = ShardSampler(read, seed=0, window=4, buffer=buffer)
         loader: DataLoader[Any] = DataLoader(
-            dataset, batch_size=64, sampler=sampler, num_workers=2, backend=name,
+            read, batch_size=64, sampler=sampler, num_workers=2, backend=name,
             persistent_workers=True,
         )  # fmt: skip
         shuffled = f"buffer={buffer}" if buffer else "window shuffled whole"
+        shuffled += ", local_reads=shard" if read is whole else ""
         label = f"TarShards + ShardSampler({shuffled}): {name}, 2 workers"
         entry = Entry(label, count_samples(loader), 2)
         entries.append(entry)
-        reads[f"{name}, {shuffled}"] = requests_per_epoch(dataset, entry.epoch)
+        reads[f"{name}, {shuffled}"] = requests_per_epoch(read, entry.epoch)
     if webdataset is not None:
-        urls = f"pipe:curl -s -f {pattern}" if remote else pattern
+        if urls is not None:
+            shards: Any = [f"pipe:curl -s -f '{url}'" for url in urls]
+        else:
+            shards = f"pipe:curl -s -f {source}" if remote else source
         stream = (
-            webdataset.WebDataset(urls, shardshuffle=count, empty_check=False, seed=0)
+            webdataset.WebDataset(shards, shardshuffle=count, empty_check=False, seed=0)
             .shuffle(1000)
             .map_dict(cls=int)
         )
@@ -138,7 +206,18 @@ def _table(s: Any, id: str, title: str, pattern: str, count: int) -> Table:
     unit = "requests" if remote else "files opened"
     title += f"; {unit} per epoch: " + ", ".join(f"{n} {r}" for n, r in reads.items())
     title += f"; webdataset {count} (one stream per shard)" if webdataset else ""
-    return rates_table(id, "shards", title, entries, s.runs, reference)
+    table = rates_table(id, "shards", title, entries, s.runs, reference)
+    shown = [d for d in (dataset, whole) if d is not None and d.shards_in_memory]
+    table.title += "; shard memory alive at most " + ", ".join(
+        f"{d.memory()[1] / 2**20:.0f} MiB{' (local_reads=shard)' if d is whole else ''}"
+        for d in shown
+    )
+    largest = max(index.size for index in dataset._indexes)
+    table.title += (
+        f" (bound: max_shards_in_memory={dataset.max_shards_in_memory}, "
+        f"{dataset.max_shards_in_memory * largest / 2**20:.0f} MiB of the largest shard)"
+    )
+    return table
 
 
 def requests_per_epoch(dataset: TarShards, epoch: Callable[[], int]) -> int:
