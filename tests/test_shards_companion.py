@@ -12,6 +12,7 @@ import pytest
 from test_shards import BACKENDS, make_shards, private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
+from dataloader_api.io.loopback import IgnoreRange, LoopbackServer
 from dataloader_api.shards import ShardError, ShardSampler, TarShards
 from dataloader_api.shards import _dataset as dataset_module
 
@@ -113,3 +114,55 @@ def test_an_index_that_does_not_match_its_shard_is_an_error_when_read(tmp_path, 
     with pytest.raises(ShardError, match=r"no tar header of member 's/00077\.jpg'"):
         dataset[0]
     assert dataset[1]["__key__"] == "s/00001"  # the lines that hold are read
+
+
+def served_with_indexes(tmp_path: Path, shards: int, per_shard: int) -> dict[str, bytes]:
+    indexed_shards(tmp_path, shards, per_shard)
+    return {f"/d/{p.name}": p.read_bytes() for p in sorted(tmp_path.glob("train-*"))}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_remote_shards_are_indexed_from_their_companions(tmp_path, backend):
+    objects = served_with_indexes(tmp_path, 3, 4)
+    local = TarShards(str(tmp_path / "train-{000..002}.tar"), index_cache=False)
+    with LoopbackServer(objects) as server:
+        dataset = TarShards(server.url + "/d/train-{000..002}.tar", index_cache=False)
+        # the index file, then the shard's end from its last member: no shard downloaded
+        assert dict(server.requests) == {p: 1 for p in objects}
+        ranges = [h.get("range", "") for h in server.headers_seen]
+        assert sum(r.startswith("bytes=") for r in ranges) == 3
+        assert dataset._streams.kept() == []
+        sampler = ShardSampler(dataset, seed=1, window=1)
+        loader = DataLoader(dataset, batch_size=5, sampler=sampler, num_workers=2,
+                            backend=backend, collate_fn=list)  # fmt: skip
+        by_key = {sample["__key__"]: sample for sample in (local[i] for i in range(12))}
+        for batch in loader:
+            for sample in batch:
+                assert sample == {**by_key[sample["__key__"]], "__url__": sample["__url__"]}
+        assert all(server.requests[f"/d/train-{s:03d}.tar"] == 2 for s in range(3))
+
+
+def test_without_companions_one_absent_index_stops_the_asking(tmp_path):
+    make_shards(tmp_path, 3, 2)
+    objects = {f"/d/{p.name}": p.read_bytes() for p in sorted(tmp_path.glob("*.tar"))}
+    with LoopbackServer(objects) as server:
+        dataset = TarShards(server.url + "/d/train-{000..002}.tar", index_cache=False)
+        assert len(dataset) == 6
+        assert server.requests["/d/train-000.idx"] == 1
+        assert "/d/train-001.idx" not in server.requests
+
+
+def test_a_remote_index_that_misses_the_last_sample_is_an_error(tmp_path):
+    objects = served_with_indexes(tmp_path, 1, 3)
+    text = objects["/d/train-000.idx"].decode().splitlines()
+    objects["/d/train-000.idx"] = ("v1.2 2\n" + "\n".join(text[1:3]) + "\n").encode()
+    with LoopbackServer(objects) as server, pytest.raises(ShardError, match="does not cover"):
+        TarShards(server.url + "/d/train-000.tar", index_cache=False)
+
+
+def test_a_server_that_ignores_the_range_still_gives_the_index(tmp_path):
+    objects = served_with_indexes(tmp_path, 1, 3)
+    with LoopbackServer(objects) as server:
+        server.fail("/d/train-000.tar", IgnoreRange())
+        dataset = TarShards(server.url + "/d/train-000.tar", index_cache=False)
+        assert [dataset[i]["__key__"] for i in range(3)] == ["s/00000", "s/00001", "s/00002"]

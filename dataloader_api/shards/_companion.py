@@ -23,7 +23,7 @@ import warnings
 
 from ._tar_index import Sample, ShardError, ShardIndex, group_members
 
-__all__ = ["check_header", "companion_path", "read_companion"]
+__all__ = ["check_header", "companion_path", "parse_index", "read_companion"]
 
 _BLOCK = 512
 
@@ -54,10 +54,12 @@ def read_companion(shard: str, size: int, mtime_ns: int) -> ShardIndex | None:
             stacklevel=5,
         )
         return None
-    return ShardIndex(shard, size, mtime_ns, _parse(path, text, size), from_companion=True)
+    return ShardIndex(shard, size, mtime_ns, parse_index(path, text, size), from_companion=True)
 
 
-def _parse(path: str, text: bytes, size: int) -> tuple[Sample, ...]:
+def parse_index(path: str, text: bytes, size: int | None) -> tuple[Sample, ...]:
+    """The samples an index file names, each member checked to lie in a shard of
+    ``size`` bytes (None: not known yet, the caller checks)."""
     lines = text.split(b"\n")
     header = lines[0].split()
     if len(header) != 2 or not header[1].isdigit():
@@ -86,10 +88,12 @@ def _parse(path: str, text: bytes, size: int) -> tuple[Sample, ...]:
             except ValueError:
                 raise ShardError(path, offset, f"line {number}: an offset or size that is "
                                  "not a number") from None  # fmt: skip
-            if data % _BLOCK or data < end + _BLOCK or length < 0 or data + length > size:
+            past = size is not None and data + length > size
+            if data % _BLOCK or data < end + _BLOCK or length < 0 or past:
+                within = f", in a {size}-byte shard" if size is not None else ""
                 raise ShardError(path, offset, f"line {number}: member {name!r} at "
-                                 f"{data} ({length} bytes) is not where a member of this "
-                                 f"{size}-byte shard can be (after {end})")  # fmt: skip
+                                 f"{data} ({length} bytes) is not where a member can be "
+                                 f"(a block past {end}{within})")  # fmt: skip
             end = data + length
             members.append((name, data - _BLOCK, data, length))
         offset += len(line) + 1

@@ -16,6 +16,7 @@ from ._companion import check_header, read_companion
 from ._decoders import checked_decoders
 from ._local_files import ShardFiles
 from ._pattern import ShardsArg, shard_list
+from ._remote_index import RemoteCompanions
 from ._streamed import StreamedShards
 from ._tar_index import ShardError, ShardIndex, scan_shard
 
@@ -52,9 +53,10 @@ class TarShards(Dataset[dict[str, Any]]):
     used going first; a sample is handed out as soon as its own bytes have
     arrived.
 
-    A local shard with a companion index file from NVIDIA DALI's ``wds2idx.py``
-    (``train-000001.idx`` beside ``train-000001.tar``) is indexed from it, each
-    field's tar header then checked as the field is read. Shard indexes are
+    A shard with a companion index file from NVIDIA DALI's ``wds2idx.py``
+    (``train-000001.idx`` beside ``train-000001.tar``, local or remote) is
+    indexed from it (a remote one with two small requests, not a download),
+    each field's tar header then checked as the field is read. Shard indexes are
     kept between runs in ``index_cache`` (a folder; by
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
     ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
@@ -101,9 +103,11 @@ class TarShards(Dataset[dict[str, Any]]):
                 'local_reads="sample" is for local shards: remote ones are always read '
                 "whole, one request each (leave local_reads out)"
             )
+        self._companions = RemoteCompanions(self._remote.source) if self._remote else None
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
+        self._companions = None  # what indexing needed: not kept, not pickled
         self._streams = self._remote
         if local_reads == "shard" and self._remote is None:
             self._streams = StreamedShards(ShardFiles(self._indexes), *bounds)
@@ -137,7 +141,9 @@ class TarShards(Dataset[dict[str, Any]]):
             companion = read_companion(name, *status)
             if companion is not None:
                 return companion
-        index = remote.scan(shard) if remote else scan_shard(name)
+        index = self._companions.index(shard, name) if self._companions else None
+        if index is None:
+            index = remote.scan(shard) if remote else scan_shard(name)
         if cache is not None:
             _index_cache.store(cache, key, index)
         return index

@@ -61,7 +61,7 @@ def load(folder: Path, key: str, shard: str, status: tuple[int, int] | None) -> 
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent, stale or unreadable: index again
-    return ShardIndex(shard, *recorded, samples)
+    return ShardIndex(shard, *recorded, samples, bool(data.get("from_companion", False)))
 
 
 def forget(folder: Path, key: str) -> None:
@@ -78,6 +78,7 @@ def store(folder: Path, key: str, index: ShardIndex) -> None:
         "size": index.size,
         "mtime_ns": index.mtime_ns,
         "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
+        "from_companion": index.from_companion,  # its tar headers are checked as read
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)

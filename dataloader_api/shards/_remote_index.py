@@ -1,0 +1,104 @@
+"""Companion index files of remote shards: a shard with a DALI ``.idx`` beside
+it (``train-000001.idx`` at the same URL or in the same bucket) is indexed
+from that small file and the end of the shard, without downloading the
+shard.
+
+Two small requests per shard, the first time: the index file, then the
+shard from the end of its last indexed member (``Range: bytes=E-``), whose
+reply gives the shard's length and its last bytes, which must be the tar's
+end (zeros): an index that does not cover its whole shard is an error. A
+server that ignores the range sends the whole shard, which is then read as
+it is. An index file that is absent (HTTP 404, or 401/403 as object stores
+answer for a key they do not show) means "no companion"; after one absent
+the dataset stops asking.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..io._base import run_sync
+from ..io._errors import FetchError
+from ..io._locations import Locations
+from ..io._progressive import ProgressiveBytes
+from ._companion import companion_path, parse_index
+from ._tar_index import ShardError, ShardIndex
+
+__all__ = ["RemoteCompanions"]
+
+_ABSENT = (401, 403, 404)
+
+
+class RemoteCompanions:
+    """The companion index files of an ``io`` dataset's shards, read with its client."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.asking = True
+        self._files = copy.copy(source)  # the same options: headers, retries, credentials
+        self._files.counters = source.counters  # their requests count as the dataset's
+        self._files.locations = Locations(
+            [_beside(source.locations.of(s)) for s in range(len(source))], owner="TarShards"
+        )
+
+    def index(self, shard: int, name: str) -> ShardIndex | None:
+        """Shard ``shard``'s index from its companion, or None (no companion)."""
+        if not self.asking:
+            return None
+        try:
+            text = bytes(self._files[shard])
+        except FetchError as error:
+            if error.status in _ABSENT:
+                self.asking = False
+                return None
+            raise
+        shown = f"{name.rsplit('/', 1)[0]}/{companion_path(name.rsplit('/', 1)[-1])}"
+        samples = parse_index(shown, text, None)
+        end = max((offset + size for s in samples for _, offset, size in s.fields), default=0)
+        tail = _Tail(end, name)
+        location = self.source.locations.of(shard)
+        run_sync(self.source.read(shard, location, tail))
+        if end > tail.size:
+            raise ShardError(shown, 0, f"indexes bytes past the shard's {tail.size}")
+        if tail.data.count(0) != len(tail.data):
+            first = end + next(i for i, byte in enumerate(tail.data) if byte)
+            raise ShardError(name, first, "data after the last member its index file names: "
+                             "the index does not cover the shard (write it again)")  # fmt: skip
+        return ShardIndex(name, tail.size, 0, samples, from_companion=True)
+
+
+def _beside(location: str) -> str:
+    """The companion's location: a URL's path (or an object key) with ``.idx``."""
+    if "://" not in location:
+        return companion_path(location)
+    parts = urlsplit(location)
+    return urlunsplit(parts._replace(path=companion_path(parts.path)))
+
+
+class _Tail(ProgressiveBytes):
+    """A sink that starts at ``start``: a client resuming into it asks for the rest
+    only (``Range: bytes=start-``); ``size`` is what the reply says the whole is."""
+
+    def __init__(self, start: int, shard: str) -> None:
+        mismatch: Callable[[int], BaseException] = lambda total: ShardError(  # noqa: E731
+            shard, total, f"ends before its index's last member ends, at {start}"
+        )
+        super().__init__(0, mismatch)
+        self.size = self._received = start
+        self.data = bytearray()
+        self._start = start
+
+    def expect_total(self, total: int) -> None:
+        if total < self._start:
+            raise self._mismatch(total)
+        self.size = total
+
+    def write(self, chunk: bytes | bytearray | memoryview) -> None:
+        self.data += chunk
+        self._received += len(chunk)
+
+    def matches(self, offset: int, chunk: bytes) -> bool:
+        return True  # a whole reply's first bytes (the range was ignored): not needed
