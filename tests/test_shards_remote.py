@@ -116,3 +116,23 @@ def test_shards_in_an_object_store(tmp_path, endpoint, monkeypatch):
     assert dataset.shards[0] == "s3://shards/train-000.tar"
     loader = DataLoader(dataset, batch_size=5, shuffle=True, num_workers=2)
     assert sorted(label for batch in loader for label in batch["cls"].tolist()) == list(range(12))
+
+
+def test_shards_in_an_object_store_indexed_from_their_companions(tmp_path, endpoint, monkeypatch):
+    boto3 = pytest.importorskip("boto3", reason="boto3 uploads the test shards")
+    from test_shards_companion import served_with_indexes
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "secret")):
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="indexed")
+    for path, data in served_with_indexes(tmp_path, 3, 4).items():
+        client.put_object(Bucket="indexed", Key=path.removeprefix("/d/"), Body=data)
+    keys = [f"train-{s:03d}.tar" for s in range(3)]
+    store = ObjectStoreDataset("s3://indexed/", keys, endpoint_url=endpoint, region="us-east-1")
+    dataset = TarShards(store, decoders={"cls": "int"}, index_cache=False)
+    assert store.counters.requests == 6  # each shard's index file and its end: no download
+    assert dataset._indexes[0].from_companion
+    assert dataset._streams.kept() == []
+    loader = DataLoader(dataset, batch_size=5, shuffle=True, num_workers=2)
+    assert sorted(label for batch in loader for label in batch["cls"].tolist()) == list(range(12))
