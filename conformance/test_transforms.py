@@ -53,6 +53,11 @@ geometry = st.one_of(
         saturation=st.sampled_from([0, 0.4, (0.0, 3.0)]),
         hue=st.sampled_from([0, 0.1, 0.5]),
     ),
+    st.builds(
+        T.GaussianBlur,
+        st.sampled_from([1, 3, 5, (3, 7), (9, 1)]),
+        sigma=st.sampled_from([(0.1, 2.0), 1.0, (0.5, 6.0)]),
+    ),
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )

@@ -16,6 +16,7 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
+from ._op_blur import GaussianBlur
 from ._op_color import ColorJitter
 from ._op_erasing import RandomErasing
 from ._ops import (
@@ -57,6 +58,7 @@ __all__ = [
     "Compose",
     "Crop",
     "Decode",
+    "GaussianBlur",
     "HFlip",
     "ImageCollate",
     "ImageDecodeError",

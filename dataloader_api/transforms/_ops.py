@@ -27,6 +27,7 @@ from ._op_base import (
     _set,
     _size,
 )
+from ._op_blur import GaussianBlur
 from ._op_color import ColorJitter
 from ._op_erasing import RandomErasing
 
@@ -385,7 +386,7 @@ OPS: dict[str, type[Op]] = {
     for op in (
         Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, RandomCrop, Pad,
         PadTo, HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
-        RandomErasing, ColorJitter,
+        RandomErasing, ColorJitter, GaussianBlur,
     )
 }  # fmt: skip
 

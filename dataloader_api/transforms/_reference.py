@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._blur import gaussian_blur
 from ._color import color_jitter
 from ._decode import decode
 from ._errors import TransformError
@@ -339,6 +340,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "random_crop": _random_crop,
     "random_erasing": _random_erasing,
     "color_jitter": color_jitter,
+    "gaussian_blur": gaussian_blur,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -126,6 +126,10 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
                 hue: range("hue")?,
             })
         }
+        "gaussian_blur" => Op::GaussianBlur {
+            kernel_size: pair(&get("kernel_size")?)?,
+            sigma: range(&get("sigma")?)?,
+        },
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,
             width: get("width")?.extract()?,

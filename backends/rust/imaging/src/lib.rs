@@ -3,6 +3,7 @@
 //! Pillow's algorithm, ported), with no Python in it. The pyo3 crate parses
 //! a pipeline's record into [`Pipeline`] and runs it without the interpreter.
 
+pub mod blur;
 pub mod color;
 pub mod decode;
 pub mod erasing;
