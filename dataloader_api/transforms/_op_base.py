@@ -111,3 +111,13 @@ class Op:
             value = getattr(self, field.name)
             record[field.name] = list(value) if isinstance(value, tuple) else value
         return record
+
+
+class PilOp(Op):
+    """An op on ``uint8`` images, as torchvision's on a PIL image."""
+
+    def output_kind(self, kind: Kind) -> Kind:
+        super().output_kind(kind)
+        if kind[0] != "uint8":
+            raise TypeError(f"{self!r} needs a uint8 image, as PIL's: put it before ToFloat()")
+        return kind

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._op_base import Kind, Op, _number, _set
+from ._op_base import PilOp, _number, _set
 
 __all__ = ["GaussianBlur"]
 
 
 @dataclass(frozen=True)
-class GaussianBlur(Op):
+class GaussianBlur(PilOp):
     """A Gaussian blur with a ``sigma`` drawn per item, as torchvision's
     ``GaussianBlur(kernel_size, sigma)``.
 
@@ -32,12 +32,6 @@ class GaussianBlur(Op):
     def __post_init__(self) -> None:
         _set(self, "kernel_size", _kernel_size(self.kernel_size))
         _set(self, "sigma", _sigma(self.sigma))
-
-    def output_kind(self, kind: Kind) -> Kind:
-        super().output_kind(kind)
-        if kind[0] != "uint8":
-            raise TypeError(f"{self!r} needs a uint8 image, as PIL's: put it before ToFloat()")
-        return kind
 
 
 def _kernel_size(value: Any) -> tuple[int, int]:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._op_base import Kind, Op, _number, _set
+from ._op_base import PilOp, _number, _set
 
 __all__ = ["ColorJitter"]
 
 
 @dataclass(frozen=True)
-class ColorJitter(Op):
+class ColorJitter(PilOp):
     """Brightness, contrast, saturation and hue, each by a factor drawn per item,
     in an order drawn per item, as torchvision's ``ColorJitter`` on a PIL image.
 
@@ -34,12 +34,6 @@ class ColorJitter(Op):
         for factor in ("brightness", "contrast", "saturation"):
             _set(self, factor, _factor_range(factor, getattr(self, factor)))
         _set(self, "hue", _hue_range(self.hue))
-
-    def output_kind(self, kind: Kind) -> Kind:
-        super().output_kind(kind)
-        if kind[0] != "uint8":
-            raise TypeError(f"{self!r} needs a uint8 image, as PIL's: put it before ToFloat()")
-        return kind
 
 
 def _pair(name: str, value: Any) -> tuple[float, float]:
