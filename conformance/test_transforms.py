@@ -120,6 +120,8 @@ def encode(image: np.ndarray, fmt: str, draw=None) -> bytes:
                 "quality": draw(st.integers(30, 100), label="quality"),
                 "subsampling": draw(st.sampled_from([0, 1, 2]), label="subsampling"),
                 "progressive": draw(st.booleans(), label="progressive"),
+                # Pillow >= 10.2; older ones ignore the option
+                "restart_marker_rows": draw(st.sampled_from([0, 1, 3]), label="restart rows"),
             }
     Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image).save(buffer, fmt, **options)
     return buffer.getvalue()
@@ -163,6 +165,55 @@ def test_a_pipeline_gives_the_references_items(backend, data, length, num_worker
             np.testing.assert_array_equal(image, reference, err_msg=f"item {label}")
         else:
             np.testing.assert_allclose(image, reference, rtol=0, atol=atol, err_msg=f"item {label}")
+
+
+def photo(height: int, width: int, gray: bool, seed: int) -> np.ndarray:
+    """Gradients under noise: smooth enough that chroma upsampling matters."""
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(3 * x + y) % 256, (5 * y) % 256, (x + 2 * y) % 256], axis=2)
+    noise = np.random.default_rng(seed).normal(0, 30, base.shape)
+    image = np.clip(base + noise, 0, 255).astype(np.uint8)
+    return image[:, :, :1] if gray else image
+
+
+@st.composite
+def crops_of(draw, height: int, width: int):
+    top, left = draw(st.integers(0, height - 1)), draw(st.integers(0, width - 1))
+    box = draw(st.integers(1, height - top)), draw(st.integers(1, width - left))
+    return draw(
+        st.sampled_from(
+            [
+                T.Crop(top, left, *box),
+                T.CenterCrop(box),
+                T.RandomResizedCrop(
+                    (16, 16), scale=(0.01, 0.5), interpolation=draw(interpolations)
+                ),
+            ]
+        )
+    )
+
+
+@given(data=st.data(), length=st.integers(1, 4), num_workers=st.integers(1, 3))
+def test_a_crop_right_after_decode_keeps_the_full_decodes_pixels(
+    backend, data, length, num_workers
+):
+    """10, the crop after Decode (and ops on single pixels): a backend may decode
+    only the part of a JPEG that a crop keeps, with the whole decode's pixels there."""
+    height, width = data.draw(st.integers(1, 200)), data.draw(st.integers(1, 200))
+    gray = data.draw(st.booleans(), label="gray")
+    per_pixel = data.draw(st.lists(st.sampled_from([T.ToRGB(), T.ToGray()]), max_size=2))
+    pipeline = T.Compose([T.Decode(), *per_pixel, data.draw(crops_of(height, width))], on=0)
+    items = [(encode(photo(height, width, gray, i), "JPEG", data.draw), i) for i in range(length)]
+
+    def run(**options):
+        loader = DataLoader(items, transform=pipeline, collate_fn=list, seed=3, **options)
+        return [item for batch in loader for item in batch]
+
+    expected, got = run(), run(num_workers=num_workers, backend=backend)
+    atol = tolerance(pipeline)
+    for (image, label), (reference, _) in zip(got, expected, strict=True):
+        assert image.shape == reference.shape, label
+        np.testing.assert_allclose(image, reference, rtol=0, atol=atol, err_msg=f"item {label}")
 
 
 signatures = st.sampled_from([b"", b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"RIFF\0\0\0\0WEBP"])

@@ -1,5 +1,5 @@
 //! `Decode`: the format sniffed, the size checked from the header, then
-//! libjpeg-turbo (as mozjpeg), `png` or `image-webp`. Anything this cannot
+//! libjpeg-turbo (as mozjpeg, in `jpeg.rs`), `png` or `image-webp`. Anything this cannot
 //! match exactly, and every decoding error, is a [`Fallback`]: the
 //! reference then decodes the item and raises Pillow's own error, so both
 //! paths agree on what fails and how.
@@ -7,6 +7,8 @@
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::jpeg::{self, Region};
+use crate::ops;
 use crate::{Fallback, Image};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,49 +58,58 @@ fn check_size(
 }
 
 pub fn decode(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+    decode_cropped(data, max_pixels, |_, _| None).map(|(image, _)| image)
+}
+
+/// Decode, keeping only the box `region(height, width)` gives, if it fits:
+/// a JPEG decodes just the part that holds it, with the same pixels.
+pub fn decode_cropped(
+    data: &[u8],
+    max_pixels: u64,
+    region: impl FnOnce(usize, usize) -> Option<Region>,
+) -> Result<(Image, Option<Region>), Fallback> {
     let Some(format) = sniff(data) else {
         return Err(fallback("not an image format decoded natively"));
     };
     // A decoder that panics (libjpeg's errors unwind) must not cross into Python.
     match catch_unwind(AssertUnwindSafe(|| match format {
-        Format::Jpeg => jpeg(data, max_pixels),
-        Format::Png => png(data, max_pixels),
-        Format::Webp => webp(data, max_pixels),
+        Format::Jpeg => jpeg(data, max_pixels, region),
+        Format::Png => crop_decoded(png(data, max_pixels)?, region),
+        Format::Webp => crop_decoded(webp(data, max_pixels)?, region),
     })) {
         Ok(result) => result,
         Err(_) => Err(fallback("the native decoder failed")),
     }
 }
 
-fn jpeg(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
+fn crop_decoded(
+    image: Image,
+    region: impl FnOnce(usize, usize) -> Option<Region>,
+) -> Result<(Image, Option<Region>), Fallback> {
+    match region(image.height, image.width).filter(|r| r.fits(image.height, image.width)) {
+        Some(r) => Ok((ops::crop(image, r.top, r.left, r.height, r.width), Some(r))),
+        None => Ok((image, None)),
+    }
+}
+
+fn jpeg(
+    data: &[u8],
+    max_pixels: u64,
+    region: impl FnOnce(usize, usize) -> Option<Region>,
+) -> Result<(Image, Option<Region>), Fallback> {
     // libjpeg pads a truncated stream with a fake end marker; Pillow raises.
     let end = data.iter().rposition(|&b| b != 0).unwrap_or(0);
     if end < 1 || data[end - 1..=end] != [0xff, 0xd9] {
         return Err(fallback("no end-of-image marker"));
     }
-    let decompress =
-        mozjpeg::Decompress::new_mem(data).map_err(|e| fallback(format!("JPEG header: {e}")))?;
-    check_size(
-        Format::Jpeg,
-        decompress.width(),
-        decompress.height(),
-        max_pixels,
-    )?;
-    let (channels, started) = match decompress.color_space() {
-        mozjpeg::ColorSpace::JCS_GRAYSCALE => (1, decompress.grayscale()),
-        mozjpeg::ColorSpace::JCS_YCbCr | mozjpeg::ColorSpace::JCS_RGB => (3, decompress.rgb()),
-        _ => return Err(fallback("a CMYK or YCCK JPEG")),
-    };
-    let mut started = started.map_err(|e| fallback(e.to_string()))?;
-    let (width, height) = (started.width(), started.height());
-    let pixels = started
-        .read_scanlines::<u8>()
-        .map_err(|e| fallback(e.to_string()))?;
-    started.finish().map_err(|e| fallback(e.to_string()))?;
-    if pixels.len() != width * height * channels {
-        return Err(fallback("fewer scanlines than the header promised"));
-    }
-    Ok(Image::u8(height, width, channels, pixels))
+    let decoded = jpeg::decode(data, max_pixels, region)?;
+    let image = Image::u8(
+        decoded.height,
+        decoded.width,
+        decoded.channels,
+        decoded.pixels,
+    );
+    Ok((image, decoded.region))
 }
 
 fn png(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {

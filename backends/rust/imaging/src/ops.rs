@@ -99,9 +99,15 @@ pub fn center_crop(image: Image, h: usize, w: usize) -> Image {
             0.0,
         );
     }
-    let top = ((image.height - h) as f64 / 2.0).round_ties_even() as usize;
-    let left = ((image.width - w) as f64 / 2.0).round_ties_even() as usize;
+    let (top, left) = center_origin(image.height, image.width, h, w);
     crop(image, top, left, h, w)
+}
+
+/// Where a centred `h` × `w` box starts in a `height` × `width` image it fits.
+pub fn center_origin(height: usize, width: usize, h: usize, w: usize) -> (usize, usize) {
+    let top = ((height - h) as f64 / 2.0).round_ties_even() as usize;
+    let left = ((width - w) as f64 / 2.0).round_ties_even() as usize;
+    (top, left)
 }
 
 /// `np.flip(image, 1)` (`horizontal`) or `np.flip(image, 0)`.

@@ -2,7 +2,6 @@
 
 use crate::blur;
 use crate::color::{self, Jitter};
-use crate::decode::decode;
 use crate::erasing::{self, ErasingValue};
 use crate::ops;
 use crate::random::ItemRandom;
@@ -110,7 +109,12 @@ pub struct Pipeline {
     pub ops: Vec<Op>,
 }
 
-fn resample(image: Image, out_h: usize, out_w: usize, filter: Filter) -> Result<Image, Fallback> {
+pub(crate) fn resample(
+    image: Image,
+    out_h: usize,
+    out_w: usize,
+    filter: Filter,
+) -> Result<Image, Fallback> {
     if image.height == 0 || image.width == 0 || out_h == 0 || out_w == 0 {
         return Err(Fallback("an empty image".into()));
     }
@@ -172,7 +176,14 @@ impl Pipeline {
         let mut image = match input {
             Input::Decoded(image) => image,
             Input::Encoded(data) => match ops.next() {
-                Some(Op::Decode { max_pixels }) => decode(data, *max_pixels)?,
+                Some(Op::Decode { max_pixels }) => {
+                    let (image, done) =
+                        self.decode_first(data, *max_pixels, ops.as_slice(), &mut random)?;
+                    if done > 0 {
+                        ops.nth(done - 1);
+                    }
+                    image
+                }
                 _ => return Err(Fallback("encoded bytes without Decode".into())),
             },
         };
@@ -182,7 +193,12 @@ impl Pipeline {
         Ok(image)
     }
 
-    fn apply(&self, op: &Op, image: Image, random: &mut ItemRandom) -> Result<Image, Fallback> {
+    pub(crate) fn apply(
+        &self,
+        op: &Op,
+        image: Image,
+        random: &mut ItemRandom,
+    ) -> Result<Image, Fallback> {
         // What the reference takes but these ops do not: the item goes to the
         // reference, whose result or error the user gets (never a panic).
         if image.channels == 0 {

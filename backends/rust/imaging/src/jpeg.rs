@@ -1,0 +1,195 @@
+//! libjpeg-turbo (as mozjpeg) driven directly: the whole image, or only the
+//! rows and iMCU columns a crop keeps. Either way the kept pixels are the
+//! full decode's, bit for bit: libjpeg-turbo's fancy upsampling reads one
+//! sample past each side, so the decoded window keeps a margin of whole iMCUs
+//! around the box, and every row is still entropy-decoded (a corrupt stream
+//! fails as it would decoded whole).
+
+use std::mem;
+use std::os::raw::{c_int, c_ulong};
+
+use mozjpeg_sys as ffi;
+
+use crate::Fallback;
+
+/// A box of the decoded image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub top: usize,
+    pub left: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+impl Region {
+    /// Whether the box is inside an image of `height` × `width` and not empty.
+    pub fn fits(&self, height: usize, width: usize) -> bool {
+        self.height > 0
+            && self.width > 0
+            && self.top + self.height <= height
+            && self.left + self.width <= width
+    }
+}
+
+/// A decoded JPEG (`channels` is 1 or 3) and the box it holds, if cropped.
+pub struct Decoded {
+    pub height: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub pixels: Vec<u8>,
+    pub region: Option<Region>,
+}
+
+extern "C-unwind" fn error_exit(_cinfo: &mut ffi::jpeg_common_struct) {
+    // Out of libjpeg without the panic hook; `decode::decode` catches it.
+    std::panic::resume_unwind(Box::new("libjpeg error"));
+}
+
+extern "C-unwind" fn silence(_cinfo: &mut ffi::jpeg_common_struct, _level: c_int) {}
+
+/// One decompressor, destroyed however the decode ends.
+struct Session {
+    cinfo: Box<ffi::jpeg_decompress_struct>,
+    _err: Box<ffi::jpeg_error_mgr>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        unsafe { ffi::jpeg_destroy_decompress(&mut self.cinfo) }
+    }
+}
+
+impl Session {
+    fn new(data: &[u8]) -> Session {
+        unsafe {
+            let mut err: Box<ffi::jpeg_error_mgr> = Box::new(mem::zeroed());
+            ffi::jpeg_std_error(&mut err);
+            err.error_exit = Some(error_exit);
+            err.emit_message = Some(silence);
+            let mut cinfo: Box<ffi::jpeg_decompress_struct> = Box::new(mem::zeroed());
+            cinfo.common.err = &mut *err;
+            ffi::jpeg_create_decompress(&mut *cinfo);
+            ffi::jpeg_mem_src(&mut cinfo, data.as_ptr(), data.len() as c_ulong);
+            Session { cinfo, _err: err }
+        }
+    }
+
+    fn read_row(&mut self, row: &mut [u8]) -> Result<(), Fallback> {
+        let mut pointer = row.as_mut_ptr();
+        let read = unsafe { ffi::jpeg_read_scanlines(&mut self.cinfo, &mut pointer, 1) };
+        if read != 1 {
+            return Err(Fallback("fewer scanlines than the header promised".into()));
+        }
+        Ok(())
+    }
+
+    fn skip_rows(&mut self, rows: usize) -> Result<(), Fallback> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let skipped = unsafe { ffi::jpeg_skip_scanlines(&mut self.cinfo, rows as u32) };
+        if skipped as usize != rows {
+            return Err(Fallback("fewer scanlines than the header promised".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Decode `data`; `region` is asked for a box once the size is known (and
+/// within `max_pixels`), and only that box is returned when it gives one.
+pub fn decode(
+    data: &[u8],
+    max_pixels: u64,
+    region: impl FnOnce(usize, usize) -> Option<Region>,
+) -> Result<Decoded, Fallback> {
+    let mut session = Session::new(data);
+    if unsafe { ffi::jpeg_read_header(&mut session.cinfo, 1) } != 1 {
+        return Err(Fallback("no image in the JPEG file".into()));
+    }
+    let cinfo = &mut session.cinfo;
+    let (height, width) = (cinfo.image_height as usize, cinfo.image_width as usize);
+    if height as u64 * width as u64 > max_pixels {
+        return Err(Fallback("JPEG image over max_pixels".into()));
+    }
+    let channels = match cinfo.jpeg_color_space {
+        ffi::J_COLOR_SPACE::JCS_GRAYSCALE => 1,
+        ffi::J_COLOR_SPACE::JCS_YCbCr | ffi::J_COLOR_SPACE::JCS_RGB => 3,
+        _ => return Err(Fallback("a CMYK or YCCK JPEG".into())),
+    };
+    cinfo.out_color_space = if channels == 1 {
+        ffi::J_COLOR_SPACE::JCS_GRAYSCALE
+    } else {
+        ffi::J_COLOR_SPACE::JCS_RGB
+    };
+    if unsafe { ffi::jpeg_start_decompress(cinfo) } != 1 {
+        return Err(Fallback("a suspended JPEG source".into()));
+    }
+    let wanted = region(height, width).filter(|r| r.fits(height, width));
+    let pixels = match wanted {
+        Some(r) if (r.height, r.width) != (height, width) => {
+            let (h_factor, v_factor) = (cinfo.max_h_samp_factor, cinfo.max_v_samp_factor);
+            read_region(&mut session, r, channels, (h_factor, v_factor))
+        }
+        _ => read_all(&mut session, height, width * channels),
+    }?;
+    if unsafe { ffi::jpeg_finish_decompress(&mut session.cinfo) } != 1 {
+        return Err(Fallback("a suspended JPEG source".into()));
+    }
+    let (height, width) = wanted.map_or((height, width), |r| (r.height, r.width));
+    Ok(Decoded {
+        height,
+        width,
+        channels,
+        pixels,
+        region: wanted,
+    })
+}
+
+fn read_all(session: &mut Session, height: usize, stride: usize) -> Result<Vec<u8>, Fallback> {
+    let mut pixels = vec![0u8; height * stride];
+    for row in pixels.chunks_exact_mut(stride) {
+        session.read_row(row)?;
+    }
+    Ok(pixels)
+}
+
+/// The rows of `r`, decoded from a window that keeps whole iMCUs (two rows of
+/// them above, one column each side) around it, so that the upsampler's
+/// neighbours are the full decode's; the rows below are skipped but for the
+/// last, which makes libjpeg entropy-decode them all.
+fn read_region(
+    session: &mut Session,
+    r: Region,
+    channels: usize,
+    (h_factor, v_factor): (c_int, c_int),
+) -> Result<Vec<u8>, Fallback> {
+    let (height, width) = (
+        session.cinfo.output_height as usize,
+        session.cinfo.output_width as usize,
+    );
+    let (imcu_w, imcu_h) = (8 * h_factor.max(1) as usize, 8 * v_factor.max(1) as usize);
+    let mut x0 = r.left.saturating_sub(imcu_w) as u32;
+    let mut window_w = ((r.left + r.width + imcu_w).min(width) - x0 as usize) as u32;
+    if (window_w as usize) < width {
+        unsafe { ffi::jpeg_crop_scanline(&mut session.cinfo, &mut x0, &mut window_w) };
+    }
+    let (x0, window_w) = (x0 as usize, window_w as usize);
+    let first_row = r.top.saturating_sub(2 * imcu_h) / imcu_h * imcu_h;
+    session.skip_rows(first_row)?;
+    let mut scratch = vec![0u8; window_w * channels];
+    for _ in first_row..r.top {
+        session.read_row(&mut scratch)?;
+    }
+    let keep = (r.left - x0) * channels..(r.left - x0 + r.width) * channels;
+    let mut pixels = Vec::with_capacity(r.height * r.width * channels);
+    for _ in 0..r.height {
+        session.read_row(&mut scratch)?;
+        pixels.extend_from_slice(&scratch[keep.clone()]);
+    }
+    let below = height - r.top - r.height;
+    if below > 0 {
+        session.skip_rows(below - 1)?;
+        session.read_row(&mut scratch)?;
+    }
+    Ok(pixels)
+}
