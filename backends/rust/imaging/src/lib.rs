@@ -14,6 +14,7 @@ mod pipeline_decode;
 pub mod random;
 pub mod random_crop;
 pub mod resample;
+pub mod resample_simd;
 
 pub use pipeline::{Op, Pipeline};
 

@@ -112,17 +112,30 @@ pub fn center_origin(height: usize, width: usize, h: usize, w: usize) -> (usize,
 
 /// `np.flip(image, 1)` (`horizontal`) or `np.flip(image, 0)`.
 pub fn flip(image: Image, horizontal: bool) -> Image {
-    fn flipped<T: Copy>(v: &[T], w: usize, c: usize, horizontal: bool) -> Vec<T> {
-        let mut out = Vec::with_capacity(v.len());
-        if horizontal {
-            for row in v.chunks_exact(w * c) {
-                for pixel in row.chunks_exact(c).rev() {
-                    out.extend_from_slice(pixel);
-                }
-            }
-        } else {
-            for row in v.chunks_exact(w * c).rev() {
-                out.extend_from_slice(row);
+    fn flipped<T: Copy + Default>(v: &[T], w: usize, c: usize, horizontal: bool) -> Vec<T> {
+        let stride = w * c;
+        if stride == 0 {
+            return v.to_vec();
+        }
+        if !horizontal {
+            return v.chunks_exact(stride).rev().flatten().copied().collect();
+        }
+        // A constant channel count makes each pixel's move a few register copies.
+        match c {
+            1 => mirrored::<T, 1>(v, stride),
+            3 => mirrored::<T, 3>(v, stride),
+            4 => mirrored::<T, 4>(v, stride),
+            _ => v
+                .chunks_exact(stride)
+                .flat_map(|row| row.chunks_exact(c).rev().flatten().copied())
+                .collect(),
+        }
+    }
+    fn mirrored<T: Copy + Default, const C: usize>(v: &[T], stride: usize) -> Vec<T> {
+        let mut out = vec![T::default(); v.len()];
+        for (row, out_row) in v.chunks_exact(stride).zip(out.chunks_exact_mut(stride)) {
+            for (to, from) in out_row.chunks_exact_mut(C).zip(row.chunks_exact(C).rev()) {
+                to.copy_from_slice(from);
             }
         }
         out
@@ -228,8 +241,13 @@ pub fn normalize(image: Image, mean: &[f32], std: &[f32]) -> Result<Image, Strin
             channel.iter_mut().for_each(|x| *x = (*x - m) / s);
         }
     } else {
-        for pixel in v.chunks_mut(c) {
-            for ((x, m), s) in pixel.iter_mut().zip(&mean).zip(&std) {
+        // The channels' values repeated over a span of pixels: one flat loop
+        // the compiler vectorises, the same arithmetic per value.
+        let span = c * 16;
+        let repeat = |values: &[f32]| -> Vec<f32> { (0..span).map(|i| values[i % c]).collect() };
+        let (mean, std) = (repeat(&mean), repeat(&std));
+        for pixels in v.chunks_mut(span) {
+            for ((x, m), s) in pixels.iter_mut().zip(&mean).zip(&std) {
                 *x = (*x - m) / s;
             }
         }
