@@ -10,6 +10,7 @@ use dataloader_imaging::pipeline::Input;
 use dataloader_imaging::{Image, Op, Pipeline, Pixels};
 
 use crate::attach;
+use crate::batch_pool::BatchPool;
 use crate::jpeg_build;
 use crate::pipeline_record::parse;
 use crate::pixel_buffer::PixelBuffer;
@@ -80,7 +81,7 @@ pub struct ImageJobs {
     /// `images.stack(items, array)`: the batch, when the collate is `ImageCollate`.
     stack: Option<Py<PyAny>>,
     asarray: Py<PyAny>,
-    empty: Py<PyAny>,
+    batches: BatchPool,
 }
 
 /// What a job's items became: a whole batch (images stacked natively), or
@@ -113,8 +114,8 @@ fn stackable(results: &[Option<Image>]) -> Option<(Vec<usize>, &'static str)> {
     Some((shape, dtype))
 }
 
-/// Copy the images into `array` (a fresh C-contiguous NumPy array of the batch's
-/// shape and dtype, which NumPy backs with huge pages), without the interpreter.
+/// Copy the images into `array` (a C-contiguous NumPy array of the batch's shape
+/// and dtype that nobody else holds: `BatchPool`), without the interpreter.
 fn fill<'py>(
     py: Python<'py>,
     array: &Bound<'py, PyAny>,
@@ -131,8 +132,8 @@ fn fill<'py>(
     }
     let (start, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
     attach::detached(py, || {
-        // SAFETY: the array is new, owned here, alive (`buffer` holds it) and not
-        // shared with any other thread until this returns.
+        // SAFETY: the array is alive (`buffer` holds it) and held by nobody else
+        // (`BatchPool::take`) until this returns.
         let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len) };
         let mut at = 0;
         for image in results.iter().flatten() {
@@ -172,7 +173,7 @@ impl ImageJobs {
                 .filter(|stack| !stack.is_none())
                 .map(Bound::unbind),
             asarray: py.import("numpy")?.getattr("asarray")?.unbind(),
-            empty: py.import("numpy")?.getattr("empty")?.unbind(),
+            batches: BatchPool::new(py)?,
         })
     }
 
@@ -230,7 +231,7 @@ impl ImageJobs {
             .as_ref()
             .and_then(|stack| Some((stack, stackable(&results)?)));
         if let Some((stack, (shape, dtype))) = batch {
-            let array = self.empty.bind(py).call1((shape, dtype))?;
+            let array = self.batches.take(py, shape, dtype)?;
             fill(py, &array, &results)?;
             let raw = PyList::new(py, &items)?;
             let args = PyTuple::new(py, [raw.as_any(), &array])?;

@@ -3,6 +3,7 @@
 //! holds what (its room map draws the module graph, which has no cycle).
 
 mod attach;
+mod batch_pool;
 mod collate;
 mod contract;
 mod images;

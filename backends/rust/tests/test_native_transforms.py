@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import io
 import itertools
+import weakref
 
 import numpy as np
 import pytest
@@ -193,3 +194,47 @@ def test_image_collate_gets_the_batch_laid_out_natively():
     mixed, with_reference = epoch("rust", spy), epoch("threads", T.ImageCollate(on=0))
     assert sorted(spy.native) == [False, True]  # batches finish in either order
     np.testing.assert_array_equal(mixed[1][0], with_reference[1][0])
+
+
+CROP = T.Compose([T.Decode(), T.RandomResizedCrop(16), T.ToFloat(), T.ToCHW()], on=0)
+
+
+def batches(backend, length=40, **options):
+    dataset = [(encoded("JPEG", seed=i), i) for i in range(length)]
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend=backend, seed=5,
+                        transform=CROP, collate_fn=T.ImageCollate(on=0), **options)  # fmt: skip
+    return iter(loader)
+
+
+def test_a_batch_array_anything_still_holds_is_never_filled_again():
+    """Batch arrays are reused, but only once nothing of the user's holds them:
+    not the batch, a view, a memoryview, a DLPack capsule or its consumer."""
+    expected = [images.copy() for images, _ in batches("threads")]
+    held = []
+    for position, (images, _) in enumerate(batches("rust")):
+        keep = [
+            lambda a: a,
+            lambda a: a[1:],
+            memoryview,
+            lambda a: a.__dlpack__(),
+            np.from_dlpack,
+        ][position % 5]
+        held.append(keep(images))
+        del images
+        gc.collect()
+    assert len(held) == len(expected) == 10
+    for position, (kept, images) in enumerate(zip(held, expected, strict=True)):
+        if type(kept).__name__ == "PyCapsule":
+            continue  # a capsule is read by its consumer only; np.from_dlpack covers it
+        part = images[1:] if position % 5 == 1 else images
+        np.testing.assert_array_equal(np.asarray(kept), part, err_msg=f"batch {position}")
+
+
+def test_a_dropped_batch_array_is_filled_again():
+    loader = batches("rust", length=80)
+    first, _ = next(loader)
+    dropped = weakref.ref(first)
+    del first
+    # The pool keeps the array, then hands it out again once it is free.
+    assert dropped() is not None
+    assert any(images is dropped() for images, _ in loader)
