@@ -186,7 +186,9 @@ def crops_of(draw, height: int, width: int):
                 T.Crop(top, left, *box),
                 T.CenterCrop(box),
                 T.RandomResizedCrop(
-                    (16, 16), scale=(0.01, 0.5), interpolation=draw(interpolations)
+                    (16, 16),
+                    scale=draw(st.sampled_from([(0.01, 0.5), (0.3, 1.0)])),
+                    interpolation=draw(interpolations),
                 ),
             ]
         )
@@ -198,11 +200,13 @@ def test_a_crop_right_after_decode_keeps_the_full_decodes_pixels(
     backend, data, length, num_workers
 ):
     """10, the crop after Decode (and ops on single pixels): a backend may decode
-    only the part of a JPEG that a crop keeps, with the whole decode's pixels there."""
+    only the part of a JPEG that a crop keeps, with the whole decode's pixels
+    there; with Decode(draft=True), at the DCT scale the reference's Pillow uses."""
     height, width = data.draw(st.integers(1, 200)), data.draw(st.integers(1, 200))
     gray = data.draw(st.booleans(), label="gray")
     per_pixel = data.draw(st.lists(st.sampled_from([T.ToRGB(), T.ToGray()]), max_size=2))
-    pipeline = T.Compose([T.Decode(), *per_pixel, data.draw(crops_of(height, width))], on=0)
+    decode = T.Decode(draft=data.draw(st.booleans(), label="draft"))
+    pipeline = T.Compose([decode, *per_pixel, data.draw(crops_of(height, width))], on=0)
     items = [(encode(photo(height, width, gray, i), "JPEG", data.draw), i) for i in range(length)]
 
     def run(**options):

@@ -245,6 +245,40 @@ def test_random_resized_crop_follows_torchvisions_algorithm():
     np.testing.assert_array_equal(out, T.Compose([op])(photo(), index=3, epoch_seed=9))
 
 
+def test_decode_draft_decodes_a_jpeg_at_the_scale_its_crop_allows():
+    """Decode(draft=True) then RandomResizedCrop: Pillow's draft at the largest
+    of 1/8, 1/4 and 1/2 that keeps the box at least the output size both ways,
+    the box's numbers divided by it, then Pillow's resize of that box."""
+    data = encode(photo(600, 800), "JPEG", quality=90)
+    crop = T.RandomResizedCrop(48, scale=(0.001, 0.6))
+    scales = set()
+    for index in range(60):
+        top, left, h, w = crop_box(crop, T.ItemRandom(5, index), 600, 800)
+        scale = next((s for s in (8, 4, 2) if h >= 48 * s and w >= 48 * s), 1)
+        scales.add(scale)
+        with Image.open(io.BytesIO(data)) as image:
+            image.draft("RGB", (800 // scale, 600 // scale))
+            box = tuple(v // scale for v in (left, top, left + w, top + h))
+            box = (box[0], box[1], box[0] + w // scale, box[1] + h // scale)
+            expected = np.asarray(
+                image.crop(box).resize((48, 48), Image.Resampling.BILINEAR, reducing_gap=None)
+            )
+        drafted = T.Compose([T.Decode(draft=True), T.ToRGB(), crop])(data, index, 5)
+        np.testing.assert_array_equal(drafted, expected, err_msg=f"item {index}")
+        whole = T.Compose([T.Decode(), crop])(data, index, 5)
+        assert np.array_equal(drafted, whole) == (scale == 1), index
+    assert scales == {1, 2, 4, 8}
+    # Not a JPEG, or no RandomResizedCrop next: draft changes nothing.
+    png = encode(photo(300, 300), "PNG")
+    for ops in ([crop], [T.CenterCrop(64)], [T.HFlip(), crop]):
+        np.testing.assert_array_equal(
+            T.Compose([T.Decode(draft=True), *ops])(png, 1, 5),
+            T.Compose([T.Decode(), *ops])(png, 1, 5),
+        )
+    with pytest.raises(TypeError, match=r"Decode: draft should be a bool, but got draft=1"):
+        T.Decode(draft=1)
+
+
 def test_center_crop_pads_a_small_image_with_zeros_as_torchvision():
     out = T.Compose([T.CenterCrop((5, 9))])(np.full((3, 4, 1), 9, np.uint8))
     assert out[:, :, 0].tolist() == [[0] * 9] + [[0, 0, 9, 9, 9, 9, 0, 0, 0]] * 3 + [[0] * 9]

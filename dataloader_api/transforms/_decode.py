@@ -4,6 +4,7 @@ the pixels are decoded, Pillow's errors turned into ``ImageDecodeError``."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ImageDecodeError
@@ -61,8 +62,14 @@ def _image_class(kind: str) -> Any:
     return WebPImageFile
 
 
-def decode(op: Decode, data: bytes | bytearray | memoryview, index: Any) -> Any:
-    """An HWC ``uint8`` array with the image's channels (see ``Decode``)."""
+def decode(
+    op: Decode,
+    data: bytes | bytearray | memoryview,
+    index: Any,
+    scale_for: Callable[[int, int], int] | None = None,
+) -> Any:
+    """An HWC ``uint8`` array with the image's channels (see ``Decode``); a JPEG
+    at 1/``scale_for(height, width)`` scale when that is given and above 1."""
     kind = sniff(data)
     if kind == "WEBP" and not _webp_supported():
         raise ImageDecodeError(
@@ -96,6 +103,12 @@ def decode(op: Decode, data: bytes | bytearray | memoryview, index: Any) -> Any:
                     "...))), scale them to uint8 or float32, and pass the arrays to a Compose "
                     "without Decode",
                 )
+            scale = scale_for(height, width) if scale_for and kind == "JPEG" else 1
+            if scale > 1:
+                image.draft(image.mode, (width // scale, height // scale))
+                scaled = (-(-width // scale), -(-height // scale))
+                if image.size != scaled:
+                    raise RuntimeError(f"Pillow's draft gave {image.size}, not {scaled}")
             image.load()
             pixels = np.array(image if image.mode == target else image.convert(target))
     except ImageDecodeError:

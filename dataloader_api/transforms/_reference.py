@@ -50,6 +50,9 @@ def run_ops(ops: tuple[Op, ...], image: Any, random: ItemRandom | None, index: A
     """``image`` through ``ops``; errors name the item's ``index``."""
     value = _as_input(image, ops, index)
     chw = False  # the layout, as Compose checked it: Normalize needs the channel axis
+    if ops and ops[0].name == "decode" and ops[0].draft:  # type: ignore[attr-defined]
+        value, done = _decode_drafted(ops, value, random, index)
+        ops = ops[done:]
     for op in ops:
         if op.name == "normalize":
             value = _normalize(op, value, index, chw)  # type: ignore[arg-type]
@@ -208,6 +211,40 @@ def crop_box(op: RandomResizedCrop, random: ItemRandom, height: int, width: int)
     else:
         h, w = height, width
     return (height - h) // 2, (width - w) // 2, h, w
+
+
+def dct_scale(box_h: int, box_w: int, out_h: int, out_w: int) -> int:
+    """``Decode(draft=True)``'s scale for a box resized to (out_h, out_w): the
+    largest of 8, 4 and 2 that keeps the box at least that size, else 1."""
+    return next((s for s in (8, 4, 2) if box_h >= s * out_h and box_w >= s * out_w), 1)
+
+
+def _decode_drafted(ops: tuple[Op, ...], data: Any, random: Any, index: Any) -> tuple[Any, int]:
+    """``Decode(draft=True)`` and, when a RandomResizedCrop follows past ToRGB or
+    ToGray, the ops up to it: its box drawn from the JPEG's size, the JPEG decoded
+    at the scale the box allows, the box scaled. Returns the image and how many ops ran."""
+    between = 1
+    while between < len(ops) and ops[between].name in ("to_rgb", "to_gray"):
+        between += 1
+    crop = ops[between] if between < len(ops) else None
+    if not isinstance(crop, RandomResizedCrop):
+        return decode(ops[0], data, index), 1  # type: ignore[arg-type]
+    out_h, out_w = crop.size  # type: ignore[misc]
+    drawn: list[tuple[int, ...]] = []
+
+    def scale_for(height: int, width: int) -> int:
+        top, left, h, w = crop_box(crop, random, height, width)
+        drawn.append((top, left, h, w, dct_scale(h, w, out_h, out_w)))
+        return drawn[0][4]
+
+    image = decode(ops[0], data, index, scale_for)  # type: ignore[arg-type]
+    if not drawn:  # not a JPEG: the crop draws its box from the whole image
+        return image, 1
+    for op in ops[1:between]:
+        image = _RUN[op.name](op, image, random, index)
+    top, left, h, w = (value // drawn[0][4] for value in drawn[0][:4])
+    box = image[top : top + h, left : left + w]
+    return _resample(box, out_h, out_w, crop.interpolation), between + 1
 
 
 def _random_resized_crop(op: RandomResizedCrop, image: Any, random: Any, index: Any) -> Any:

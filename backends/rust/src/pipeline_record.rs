@@ -37,6 +37,7 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
     Ok(match name.as_str() {
         "decode" => Op::Decode {
             max_pixels: get("max_pixels")?.extract()?,
+            draft: get("draft")?.extract()?,
         },
         "to_rgb" => Op::ToRgb,
         "to_gray" => Op::ToGray,

@@ -58,15 +58,16 @@ fn check_size(
 }
 
 pub fn decode(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {
-    decode_cropped(data, max_pixels, |_, _| None).map(|(image, _)| image)
+    decode_cropped(data, max_pixels, |_, _, _| None).map(|(image, _)| image)
 }
 
-/// Decode, keeping only the box `region(height, width)` gives, if it fits:
-/// a JPEG decodes just the part that holds it, with the same pixels.
+/// Decode, keeping only the box `region(height, width, scalable)` gives, if it
+/// fits: a JPEG decodes just the part that holds it, with the same pixels, or
+/// (`scalable` is true for JPEG only) at the box's `scale`.
 pub fn decode_cropped(
     data: &[u8],
     max_pixels: u64,
-    region: impl FnOnce(usize, usize) -> Option<Region>,
+    region: impl FnOnce(usize, usize, bool) -> Option<Region>,
 ) -> Result<(Image, Option<Region>), Fallback> {
     let Some(format) = sniff(data) else {
         return Err(fallback("not an image format decoded natively"));
@@ -84,9 +85,10 @@ pub fn decode_cropped(
 
 fn crop_decoded(
     image: Image,
-    region: impl FnOnce(usize, usize) -> Option<Region>,
+    region: impl FnOnce(usize, usize, bool) -> Option<Region>,
 ) -> Result<(Image, Option<Region>), Fallback> {
-    match region(image.height, image.width).filter(|r| r.fits(image.height, image.width)) {
+    let region = region(image.height, image.width, false);
+    match region.filter(|r| r.scale == 1 && r.fits(image.height, image.width)) {
         Some(r) => Ok((ops::crop(image, r.top, r.left, r.height, r.width), Some(r))),
         None => Ok((image, None)),
     }
@@ -95,7 +97,7 @@ fn crop_decoded(
 fn jpeg(
     data: &[u8],
     max_pixels: u64,
-    region: impl FnOnce(usize, usize) -> Option<Region>,
+    region: impl FnOnce(usize, usize, bool) -> Option<Region>,
 ) -> Result<(Image, Option<Region>), Fallback> {
     // libjpeg pads a truncated stream with a fake end marker; Pillow raises.
     let end = data.iter().rposition(|&b| b != 0).unwrap_or(0);

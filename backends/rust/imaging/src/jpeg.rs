@@ -12,13 +12,16 @@ use mozjpeg_sys as ffi;
 
 use crate::Fallback;
 
-/// A box of the decoded image.
+/// A box of the decoded image; a JPEG with `scale` > 1 is decoded at 1/`scale`
+/// (2, 4 or 8) in the DCT domain, as Pillow's `draft`, and the box is in the
+/// scaled image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
     pub top: usize,
     pub left: usize,
     pub height: usize,
     pub width: usize,
+    pub scale: usize,
 }
 
 impl Region {
@@ -95,12 +98,13 @@ impl Session {
     }
 }
 
-/// Decode `data`; `region` is asked for a box once the size is known (and
-/// within `max_pixels`), and only that box is returned when it gives one.
+/// Decode `data`; `region(height, width, true)` is asked for a box once the
+/// size is known (and within `max_pixels`), and only that box is returned
+/// when it gives one.
 pub fn decode(
     data: &[u8],
     max_pixels: u64,
-    region: impl FnOnce(usize, usize) -> Option<Region>,
+    region: impl FnOnce(usize, usize, bool) -> Option<Region>,
 ) -> Result<Decoded, Fallback> {
     let mut session = Session::new(data);
     if unsafe { ffi::jpeg_read_header(&mut session.cinfo, 1) } != 1 {
@@ -121,10 +125,19 @@ pub fn decode(
     } else {
         ffi::J_COLOR_SPACE::JCS_RGB
     };
+    let wanted = region(height, width, true);
+    let scale = wanted.map_or(1, |r| r.scale);
+    if scale > 1 {
+        (cinfo.scale_num, cinfo.scale_denom) = (1, scale as u32);
+    }
     if unsafe { ffi::jpeg_start_decompress(cinfo) } != 1 {
         return Err(Fallback("a suspended JPEG source".into()));
     }
-    let wanted = region(height, width).filter(|r| r.fits(height, width));
+    let (height, width) = (cinfo.output_height as usize, cinfo.output_width as usize);
+    let wanted = wanted.filter(|r| r.fits(height, width));
+    if scale > 1 && wanted.is_none() {
+        return Err(Fallback("a box outside the scaled image".into()));
+    }
     let pixels = match wanted {
         Some(r) if (r.height, r.width) != (height, width) => {
             let (h_factor, v_factor) = (cinfo.max_h_samp_factor, cinfo.max_v_samp_factor);

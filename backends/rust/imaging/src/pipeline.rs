@@ -21,6 +21,8 @@ pub enum Size {
 pub enum Op {
     Decode {
         max_pixels: u64,
+        /// A JPEG at 1/2, 1/4 or 1/8 scale when a RandomResizedCrop's box allows
+        draft: bool,
     },
     ToRgb,
     ToGray,
@@ -176,9 +178,10 @@ impl Pipeline {
         let mut image = match input {
             Input::Decoded(image) => image,
             Input::Encoded(data) => match ops.next() {
-                Some(Op::Decode { max_pixels }) => {
+                Some(&Op::Decode { max_pixels, draft }) => {
+                    let decode = (max_pixels, draft);
                     let (image, done) =
-                        self.decode_first(data, *max_pixels, ops.as_slice(), &mut random)?;
+                        self.decode_first(data, decode, ops.as_slice(), &mut random)?;
                     if done > 0 {
                         ops.nth(done - 1);
                     }

@@ -1,5 +1,6 @@
 //! `Decode` fused with the first crop after it: a JPEG decodes only the part
-//! of the image the crop keeps (`jpeg.rs`), with the same pixels.
+//! of the image the crop keeps (`jpeg.rs`), with the same pixels; with
+//! `Decode(draft=True)`, a RandomResizedCrop's JPEG at a reduced DCT scale.
 
 use crate::decode::{decode, decode_cropped};
 use crate::jpeg::Region;
@@ -16,7 +17,7 @@ impl Pipeline {
     pub(crate) fn decode_first(
         &self,
         data: &[u8],
-        max_pixels: u64,
+        (max_pixels, draft): (u64, bool),
         after: &[Op],
         random: &mut ItemRandom,
     ) -> Result<(Image, usize), Fallback> {
@@ -33,7 +34,7 @@ impl Pipeline {
         let Some(crop) = crop else {
             return Ok((decode(data, max_pixels)?, 0));
         };
-        let region = |height: usize, width: usize| {
+        let region = |height: usize, width: usize, scalable: bool| {
             let (top, left, h, w) = match *crop {
                 Op::Crop {
                     top,
@@ -53,11 +54,20 @@ impl Pipeline {
                 }
                 _ => return None,
             };
+            let scale = match *crop {
+                Op::RandomResizedCrop {
+                    height: out_h,
+                    width: out_w,
+                    ..
+                } if draft && scalable => dct_scale((h, w), (out_h, out_w)),
+                _ => 1,
+            };
             Some(Region {
-                top,
-                left,
-                height: h,
-                width: w,
+                top: top / scale,
+                left: left / scale,
+                height: h / scale,
+                width: w / scale,
+                scale,
             })
         };
         let (mut image, cropped) = decode_cropped(data, max_pixels, region)?;
@@ -83,4 +93,13 @@ impl Pipeline {
             (_, Some(_)) => Ok((image, per_pixel + 1)),
         }
     }
+}
+
+/// `Decode(draft=True)`'s scale for a box resized to `out`: the largest of 8,
+/// 4 and 2 that keeps the box at least `out` in both directions, else 1.
+pub fn dct_scale((h, w): (usize, usize), (out_h, out_w): (usize, usize)) -> usize {
+    [8, 4, 2]
+        .into_iter()
+        .find(|&s| h >= s * out_h && w >= s * out_w)
+        .unwrap_or(1)
 }

@@ -66,7 +66,10 @@ fn errors_hand_the_item_to_the_reference() {
     };
     assert!(run(vec![Op::ToFloat, normalize], image).is_err());
     let garbage = Pipeline {
-        ops: vec![Op::Decode { max_pixels: 100 }],
+        ops: vec![Op::Decode {
+            max_pixels: 100,
+            draft: false,
+        }],
     };
     assert!(garbage
         .run(Input::Encoded(b"\xff\xd8\xff\xe0 no end"), 0, 0)
