@@ -21,12 +21,6 @@ mod wait;
 
 use pyo3::prelude::*;
 
-/// mimalloc keeps freed pages for reuse a while: glibc trims a worker arena's
-/// freed top chunk (the items' 600 KB images) and the kernel faults it in
-/// again for the next item, in every op of every item.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Free-threaded builds: nothing here relies on the GIL (`gil_used = false`).
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_native")]
