@@ -41,6 +41,9 @@ for name in expected:
 # The wheels are how users get the backend: never the 2x slower JPEG decoding.
 jpeg = dataloader_api.backends(details=True)["rust"]["jpeg_decoding"]
 assert jpeg == "libjpeg-turbo with its SIMD kernels", jpeg
+# A thread that finalization ends must hang, not unwind through Rust (3.11-3.13).
+ended = dataloader_api.backends(details=True)["rust"]["threads_ended_at_exit"]
+assert ended.startswith("hang"), ended
 """
 
 

@@ -13,6 +13,7 @@ from dataloader_api.contract import PoolSpec
 from dataloader_api.kit import attach_once, on_exit_wait
 
 from ._native import (
+    EXIT_THREADS,
     JPEG_SIMD,
     WITHOUT_SIMD,
     IterStream,
@@ -54,7 +55,11 @@ class RustBackend:
 
     def describe(self) -> dict[str, str]:
         """What this build is (``contract.Describes``): whether libjpeg-turbo got
-        its SIMD kernels, which needs NASM when the backend is compiled."""
-        if JPEG_SIMD:
-            return {"jpeg_decoding": "libjpeg-turbo with its SIMD kernels"}
-        return {"jpeg_decoding": f"libjpeg-turbo in plain C: {WITHOUT_SIMD}"}
+        its SIMD kernels, which needs NASM when the backend is compiled, and how
+        a thread that finalization ends ends (``exit_hang.rs``)."""
+        jpeg = (
+            "libjpeg-turbo with its SIMD kernels"
+            if JPEG_SIMD
+            else f"libjpeg-turbo in plain C: {WITHOUT_SIMD}"
+        )
+        return {"jpeg_decoding": jpeg, "threads_ended_at_exit": EXIT_THREADS}

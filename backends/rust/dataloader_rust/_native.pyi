@@ -38,6 +38,7 @@ class PixelBuffer:
 
 JPEG_SIMD: bool
 WITHOUT_SIMD: str
+EXIT_THREADS: str
 
 def run_pipeline(record: dict[str, Any], epoch_seed: int, index: Any, image: Any) -> Any | None: ...
 

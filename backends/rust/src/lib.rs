@@ -6,6 +6,7 @@ mod attach;
 mod batch_pool;
 mod collate;
 mod contract;
+mod exit_hang;
 mod images;
 mod index_plan;
 mod iter_stream;
@@ -25,6 +26,8 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // First, so that what follows, which pyo3 may detach in, is covered too.
+    module.add("EXIT_THREADS", exit_hang::install(module.py()))?;
     module.add_class::<pool::Pool>()?;
     module.add_class::<map_stream::MapStream>()?;
     module.add_class::<iter_stream::IterStream>()?;

@@ -1,7 +1,9 @@
-"""Interpreter exit while pool threads are inside Python: the process keeps its
-own exit code. CPython <= 3.13 ends a thread that takes the interpreter back
-during finalization with pthread_exit; unguarded, that unwinds into Rust and
-aborts (build with CFLAGS=-DDL_NO_PARK to see these tests fail)."""
+"""Interpreter exit while threads are inside Python under Rust frames: the
+process keeps its own exit code. CPython <= 3.13 ends a thread that takes the
+interpreter back during finalization with pthread_exit; that unwinds into Rust
+and aborts unless the thread is parked (csrc/guard.c around our calls into
+Python, csrc/hang_at_exit.c for every other; build with
+CFLAGS="-DDL_NO_PARK -DDL_NO_HANG" to see these tests fail)."""
 
 from __future__ import annotations
 
@@ -52,6 +54,19 @@ SCENARIOS = {
         SlowTeardown()
         sys.exit(CODE)
     """,
+    # pyo3 calls Python itself, outside any guard of ours: here converting an
+    # argument (``__index__``); also a type object's or an exception's first use.
+    "user_code_called_by_pyo3": """
+        from dataloader_rust._native import NativeReader
+        class SlowIndex:
+            def __index__(self):
+                time.sleep(0.2)
+                return 1
+        threading.Thread(target=lambda: NativeReader({}, SlowIndex()), daemon=True).start()
+        time.sleep(0.05)  # the thread sleeps inside pyo3's argument conversion
+        SlowTeardown()
+        sys.exit(CODE)
+    """,
     "iterable_stream_mid_epoch": """
         from dataloader_api import IterableDataset
         class Stream(IterableDataset):
@@ -79,3 +94,15 @@ def test_exit_during_finalization_keeps_the_exit_code(scenario: str, code: int) 
         f"{scenario}: exit code {result.returncode}, wanted {code}\nstderr:\n{result.stderr}"
     )
     assert "Fatal" not in result.stderr and "panicked" not in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="CPython 3.14 parks such threads itself")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the redirect is Linux's")
+def test_threads_ended_at_exit_hang_instead_of_unwinding() -> None:
+    from dataloader_rust._native import EXIT_THREADS
+
+    import dataloader_api
+
+    assert EXIT_THREADS.startswith("hang"), EXIT_THREADS
+    details = dataloader_api.backends(details=True)["rust"]
+    assert details["threads_ended_at_exit"] == EXIT_THREADS
