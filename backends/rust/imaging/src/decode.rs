@@ -104,7 +104,8 @@ fn jpeg(
     if end < 1 || data[end - 1..=end] != [0xff, 0xd9] {
         return Err(fallback("no end-of-image marker"));
     }
-    let decoded = jpeg::decode(data, max_pixels, region)?;
+    let admit = |height, width| check_size(Format::Jpeg, width, height, max_pixels);
+    let decoded = jpeg::decode(data, admit, region)?;
     let image = Image::u8(
         decoded.height,
         decoded.width,

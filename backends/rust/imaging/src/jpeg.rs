@@ -80,10 +80,7 @@ impl Session {
     fn read_row(&mut self, row: &mut [u8]) -> Result<(), Fallback> {
         let mut pointer = row.as_mut_ptr();
         let read = unsafe { ffi::jpeg_read_scanlines(&mut self.cinfo, &mut pointer, 1) };
-        if read != 1 {
-            return Err(Fallback("fewer scanlines than the header promised".into()));
-        }
-        Ok(())
+        all_rows(read as usize, 1)
     }
 
     fn skip_rows(&mut self, rows: usize) -> Result<(), Fallback> {
@@ -91,19 +88,23 @@ impl Session {
             return Ok(());
         }
         let skipped = unsafe { ffi::jpeg_skip_scanlines(&mut self.cinfo, rows as u32) };
-        if skipped as usize != rows {
-            return Err(Fallback("fewer scanlines than the header promised".into()));
-        }
-        Ok(())
+        all_rows(skipped as usize, rows)
     }
 }
 
-/// Decode `data`; `region(height, width, true)` is asked for a box once the
-/// size is known (and within `max_pixels`), and only that box is returned
-/// when it gives one.
+fn all_rows(got: usize, wanted: usize) -> Result<(), Fallback> {
+    if got != wanted {
+        return Err(Fallback("fewer scanlines than the header promised".into()));
+    }
+    Ok(())
+}
+
+/// Decode `data`; once the size is known, `admit(height, width)` may refuse
+/// it, then `region(height, width, true)` is asked for a box, and only that
+/// box is returned when it gives one.
 pub fn decode(
     data: &[u8],
-    max_pixels: u64,
+    admit: impl FnOnce(usize, usize) -> Result<(), Fallback>,
     region: impl FnOnce(usize, usize, bool) -> Option<Region>,
 ) -> Result<Decoded, Fallback> {
     let mut session = Session::new(data);
@@ -112,9 +113,7 @@ pub fn decode(
     }
     let cinfo = &mut session.cinfo;
     let (height, width) = (cinfo.image_height as usize, cinfo.image_width as usize);
-    if height as u64 * width as u64 > max_pixels {
-        return Err(Fallback("JPEG image over max_pixels".into()));
-    }
+    admit(height, width)?;
     let channels = match cinfo.jpeg_color_space {
         ffi::J_COLOR_SPACE::JCS_GRAYSCALE => 1,
         ffi::J_COLOR_SPACE::JCS_YCbCr | ffi::J_COLOR_SPACE::JCS_RGB => 3,

@@ -142,20 +142,11 @@ pub trait Sample: Copy + Default + Send + Sync {
     const START: Self::Acc;
     fn mac(acc: Self::Acc, x: Self, fixed: i32, weight: f64) -> Self::Acc;
     fn finish(acc: Self::Acc) -> Self;
-    /// The horizontal pass over `[height, width, channels, out_w]`.
-    fn horizontal(src: &[Self], dims: [usize; 4], filter: Filter) -> Vec<Self>;
-}
-
-/// A constant channel count lets the compiler keep each pixel's sums in registers.
-macro_rules! by_channels {
-    ($pass:ident, $src:expr, [$h:expr, $w:expr, $c:expr, $out_w:expr], $filter:expr) => {
-        match $c {
-            1 => $pass::<1>($src, $h, $w, $out_w, $filter),
-            2 => $pass::<2>($src, $h, $w, $out_w, $filter),
-            3 => $pass::<3>($src, $h, $w, $out_w, $filter),
-            _ => $pass::<4>($src, $h, $w, $out_w, $filter),
-        }
-    };
+    /// The horizontal pass in SIMD over `[height, width, channels, out_w]`,
+    /// where this type and CPU have one.
+    fn horizontal_simd(_src: &[Self], _dims: [usize; 4], _filter: Filter) -> Option<Vec<Self>> {
+        None
+    }
 }
 
 impl Sample for u8 {
@@ -169,8 +160,17 @@ impl Sample for u8 {
     fn finish(acc: i32) -> u8 {
         clip8(acc)
     }
-    fn horizontal(src: &[u8], [h, w, c, out_w]: [usize; 4], filter: Filter) -> Vec<u8> {
-        by_channels!(horizontal_u8, src, [h, w, c, out_w], filter)
+    #[cfg(target_arch = "x86_64")]
+    fn horizontal_simd(
+        src: &[u8],
+        [h, w, c, out_w]: [usize; 4],
+        filter: Filter,
+    ) -> Option<Vec<u8>> {
+        match c {
+            3 if resample_simd::available() => Some(horizontal_simd::<3>(src, h, w, out_w, filter)),
+            4 if resample_simd::available() => Some(horizontal_simd::<4>(src, h, w, out_w, filter)),
+            _ => None,
+        }
     }
 }
 
@@ -184,9 +184,6 @@ impl Sample for f32 {
     #[inline(always)]
     fn finish(acc: f64) -> f32 {
         acc as f32
-    }
-    fn horizontal(src: &[f32], [h, w, c, out_w]: [usize; 4], filter: Filter) -> Vec<f32> {
-        by_channels!(horizontal_f32, src, [h, w, c, out_w], filter)
     }
 }
 
@@ -244,12 +241,49 @@ fn horizontal<T: Sample>(
     out_w: usize,
     filter: Filter,
 ) -> Vec<T> {
-    T::horizontal(src, [height, width, channels, out_w], filter)
+    if let Some(out) = T::horizontal_simd(src, [height, width, channels, out_w], filter) {
+        return out;
+    }
+    // A constant channel count lets the compiler keep each pixel's sums in registers.
+    match channels {
+        1 => horizontal_pass::<T, 1>(src, height, width, out_w, filter),
+        2 => horizontal_pass::<T, 2>(src, height, width, out_w, filter),
+        3 => horizontal_pass::<T, 3>(src, height, width, out_w, filter),
+        _ => horizontal_pass::<T, 4>(src, height, width, out_w, filter),
+    }
 }
 
-/// The 8-bit horizontal pass: integer sums, so any order gives Pillow's
-/// result; with SSE4.1 each pixel's channels are summed as one vector.
-fn horizontal_u8<const C: usize>(
+/// The horizontal pass: each output sums its taps in order.
+fn horizontal_pass<T: Sample, const C: usize>(
+    src: &[T],
+    height: usize,
+    width: usize,
+    out_w: usize,
+    filter: Filter,
+) -> Vec<T> {
+    let taps = coefficients(width, out_w, filter);
+    let fixed = fixed_point(&taps.weights);
+    let mut out = Vec::with_capacity(height * out_w * C);
+    for row in src.chunks_exact(width * C) {
+        for (xx, &(xmin, xmax)) in taps.bounds.iter().enumerate() {
+            let span = xx * taps.ksize..xx * taps.ksize + xmax;
+            let pixels = row[xmin * C..(xmin + xmax) * C].chunks_exact(C);
+            let mut acc = [T::START; C];
+            for ((pixel, &k), &w) in pixels.zip(&fixed[span.clone()]).zip(&taps.weights[span]) {
+                for c in 0..C {
+                    acc[c] = T::mac(acc[c], pixel[c], k, w);
+                }
+            }
+            out.extend(acc.iter().map(|&a| T::finish(a)));
+        }
+    }
+    out
+}
+
+/// The 8-bit horizontal pass with SSE4.1 (`resample_simd`): integer sums, so
+/// the result is the scalar pass's, Pillow's.
+#[cfg(target_arch = "x86_64")]
+fn horizontal_simd<const C: usize>(
     src: &[u8],
     height: usize,
     width: usize,
@@ -259,73 +293,24 @@ fn horizontal_u8<const C: usize>(
     let taps = coefficients(width, out_w, filter);
     let fixed = fixed_point(&taps.weights);
     let mut out = vec![0u8; height * out_w * C];
-    let simd = (C == 3 || C == 4) && resample_simd::available();
     let stride = width * C;
+    let precision = (<u8 as Sample>::START, PRECISION_BITS as i32);
     for (y, out_row) in out.chunks_exact_mut(out_w * C).enumerate() {
-        let row = &src[y * stride..(y + 1) * stride];
-        if simd {
-            // Every tap reads four bytes: the last row of three channels gets a byte more.
-            let padded;
-            let extra = usize::from(C == 3);
-            let row = match src.get(y * stride..(y + 1) * stride + extra) {
-                Some(row) => row,
-                None => {
-                    padded = [row, &[0]].concat();
-                    &padded
-                }
-            };
-            let precision = (<u8 as Sample>::START, PRECISION_BITS as i32);
-            // SAFETY: `available()`; `coefficients` keeps every span inside the
-            // row, which has a byte past its end for C == 3.
-            unsafe {
-                resample_simd::row::<C>(row, out_row, &taps.bounds, &fixed, taps.ksize, precision)
-            };
-            continue;
-        }
-        for (xx, (&(xmin, xmax), pixel_out)) in taps
-            .bounds
-            .iter()
-            .zip(out_row.chunks_exact_mut(C))
-            .enumerate()
-        {
-            let k = &fixed[xx * taps.ksize..xx * taps.ksize + xmax];
-            let pixels = &row[xmin * C..(xmin + xmax) * C];
-            let mut acc = [<u8 as Sample>::START; C];
-            for (pixel, &k) in pixels.chunks_exact(C).zip(k) {
-                for c in 0..C {
-                    acc[c] = acc[c].wrapping_add(pixel[c] as i32 * k);
-                }
+        // Every tap reads four bytes: the last row of three channels gets a byte more.
+        let extra = usize::from(C == 3);
+        let padded;
+        let row = match src.get(y * stride..(y + 1) * stride + extra) {
+            Some(row) => row,
+            None => {
+                padded = [&src[y * stride..(y + 1) * stride], &[0]].concat();
+                &padded
             }
-            for c in 0..C {
-                pixel_out[c] = clip8(acc[c]);
-            }
-        }
-    }
-    out
-}
-
-/// The float horizontal pass: each output sums its taps in order, in `f64`.
-fn horizontal_f32<const C: usize>(
-    src: &[f32],
-    height: usize,
-    width: usize,
-    out_w: usize,
-    filter: Filter,
-) -> Vec<f32> {
-    let taps = coefficients(width, out_w, filter);
-    let mut out = Vec::with_capacity(height * out_w * C);
-    for row in src.chunks_exact(width * C) {
-        for (xx, &(xmin, xmax)) in taps.bounds.iter().enumerate() {
-            let weights = &taps.weights[xx * taps.ksize..xx * taps.ksize + xmax];
-            let pixels = row[xmin * C..(xmin + xmax) * C].chunks_exact(C);
-            let mut acc = [0.0f64; C];
-            for (pixel, &w) in pixels.zip(weights) {
-                for c in 0..C {
-                    acc[c] += pixel[c] as f64 * w;
-                }
-            }
-            out.extend(acc.iter().map(|&a| a as f32));
-        }
+        };
+        // SAFETY: the caller checked `available()`; `coefficients` keeps every
+        // span inside the row, which has a byte past its end for C == 3.
+        unsafe {
+            resample_simd::row::<C>(row, out_row, &taps.bounds, &fixed, taps.ksize, precision)
+        };
     }
     out
 }

@@ -62,19 +62,3 @@ pub unsafe fn row<const C: usize>(
         pixel_out.copy_from_slice(&bytes[..C]);
     }
 }
-
-/// Never called: [`available`] is false off x86_64.
-///
-/// # Safety
-/// None needed; it only exists so that callers compile everywhere.
-#[cfg(not(target_arch = "x86_64"))]
-pub unsafe fn row<const C: usize>(
-    _row: &[u8],
-    _out: &mut [u8],
-    _bounds: &[(usize, usize)],
-    _fixed: &[i32],
-    _ksize: usize,
-    _: (i32, i32),
-) {
-    unreachable!("resample_simd::available() is false off x86_64")
-}
