@@ -7,10 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 
 use dataloader_imaging::pipeline::Input;
-use dataloader_imaging::{Image, Op, Pipeline, Pixels};
+use dataloader_imaging::{Image, Op, Pipeline};
 
 use crate::attach;
 use crate::batch_pool::BatchPool;
+use crate::batch_slots::{Like, Placed, Slots};
 use crate::jpeg_build;
 use crate::pipeline_record::parse;
 use crate::pixel_buffer::PixelBuffer;
@@ -84,71 +85,18 @@ pub struct ImageJobs {
     batches: BatchPool,
 }
 
+/// A job's images: the batch array holding all of them, or each image
+/// (None: the reference's to make) for the loader's collate.
+enum Made<'py> {
+    Batch(Bound<'py, PyAny>),
+    Items(Vec<Option<Image>>),
+}
+
 /// What a job's items became: a whole batch (images stacked natively), or
 /// the items for the loader's collate.
 pub enum Fetched<'py> {
     Batch(Bound<'py, PyAny>),
     Items(Bound<'py, PyAny>),
-}
-
-/// The batch's shape and dtype when every item was made natively and all
-/// have one shape and dtype: then they can be laid out in one array.
-fn stackable(results: &[Option<Image>]) -> Option<(Vec<usize>, &'static str)> {
-    let first = results.first()?.as_ref()?;
-    let dtype = match first.pixels {
-        Pixels::U8(_) => "uint8",
-        Pixels::F32(_) => "float32",
-    };
-    let same = |image: &Image| {
-        image.shape() == first.shape()
-            && matches!(
-                (&image.pixels, &first.pixels),
-                (Pixels::U8(_), Pixels::U8(_)) | (Pixels::F32(_), Pixels::F32(_))
-            )
-    };
-    if !results.iter().all(|r| r.as_ref().is_some_and(same)) {
-        return None;
-    }
-    let mut shape = vec![results.len()];
-    shape.extend(first.shape());
-    Some((shape, dtype))
-}
-
-/// Copy the images into `array` (a C-contiguous NumPy array of the batch's shape
-/// and dtype that nobody else holds: `BatchPool`), without the interpreter.
-fn fill<'py>(
-    py: Python<'py>,
-    array: &Bound<'py, PyAny>,
-    results: &[Option<Image>],
-) -> PyResult<()> {
-    let buffer = PyBuffer::<u8>::get(array).or_else(|_| {
-        // A float32 array exports format "f": read its bytes through a u8 view.
-        PyBuffer::<u8>::get(&array.call_method1("view", ("uint8",))?)
-    })?;
-    if !buffer.is_c_contiguous() || buffer.readonly() {
-        return Err(PyValueError::new_err(
-            "the batch array is not a writable C array",
-        ));
-    }
-    let (start, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
-    attach::detached(py, || {
-        // SAFETY: the array is alive (`buffer` holds it) and held by nobody else
-        // (`BatchPool::take`) until this returns.
-        let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len) };
-        let mut at = 0;
-        for image in results.iter().flatten() {
-            let bytes: &[u8] = match &image.pixels {
-                Pixels::U8(v) => v,
-                Pixels::F32(v) => unsafe {
-                    // SAFETY: plain f32s viewed as their bytes.
-                    std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len() * 4)
-                },
-            };
-            out[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        }
-    });
-    Ok(())
 }
 
 impl ImageJobs {
@@ -175,6 +123,58 @@ impl ImageJobs {
             asarray: py.import("numpy")?.getattr("asarray")?.unbind(),
             batches: BatchPool::new(py)?,
         })
+    }
+
+    /// The job's images, natively where the pipeline can (None: the
+    /// reference's to make). With `stack`, the first image gives the batch's
+    /// shape and the rest go into their slots of the batch array as each is
+    /// made (`batch_slots`); all of them there is the whole batch.
+    fn make<'py>(&self, py: Python<'py>, inputs: &[Option<(Owned, u64)>]) -> PyResult<Made<'py>> {
+        let (pipeline, seed) = (&self.pipeline, self.epoch_seed);
+        let run = |input: &Option<(Owned, u64)>| {
+            let (owned, word) = input.as_ref()?;
+            pipeline.run(owned.input(), seed, *word).ok()
+        };
+        let first = match (&self.stack, inputs.first()) {
+            (Some(_), Some(input)) => attach::detached(py, || run(input)),
+            _ => None,
+        };
+        let Some(first) = first else {
+            // Nothing to stack: every image is an item for the loader's collate.
+            let skip = usize::from(self.stack.is_some() && !inputs.is_empty());
+            let mut results: Vec<Option<Image>> = vec![None; skip];
+            results.extend(attach::detached(py, || {
+                inputs[skip..].iter().map(run).collect::<Vec<_>>()
+            }));
+            return Ok(Made::Items(results));
+        };
+        let like = Like::of(&first);
+        let (shape, dtype) = like.batch(inputs.len());
+        let array = self.batches.take(py, shape, dtype)?;
+        let slots = Slots::of(&array, inputs.len())?;
+        let placed: Vec<Placed> = attach::detached(py, || {
+            // SAFETY: each slot is written once, by this job alone, and nobody
+            // else holds the array (`BatchPool::take`) until the job returns.
+            let mut placed = vec![unsafe { slots.place(0, first, &like) }];
+            for (at, input) in inputs.iter().enumerate().skip(1) {
+                placed.push(match run(input) {
+                    Some(image) => unsafe { slots.place(at, image, &like) },
+                    None => Placed::Reference,
+                });
+            }
+            placed
+        });
+        if placed.iter().all(|p| matches!(p, Placed::InBatch)) {
+            return Ok(Made::Batch(array));
+        }
+        // Not one batch after all: the images written to their slots come back out.
+        let results = placed.into_iter().enumerate().map(|(at, p)| match p {
+            // SAFETY: the job wrote its slots above and writes none now.
+            Placed::InBatch => Some(like.image(unsafe { slots.read(at) })),
+            Placed::Image(image) => Some(image),
+            Placed::Reference => None,
+        });
+        Ok(Made::Items(results.collect()))
     }
 
     /// The job's items through the pipeline: natively without the
@@ -216,31 +216,16 @@ impl ImageJobs {
             };
             inputs.push(word.and_then(|w| take(py, &image, self.encoded).map(|o| (o, w))));
         }
-        let (pipeline, seed) = (&self.pipeline, self.epoch_seed);
-        let results: Vec<Option<Image>> = attach::detached(py, || {
-            inputs
-                .iter()
-                .map(|input| {
-                    let (owned, word) = input.as_ref()?;
-                    pipeline.run(owned.input(), seed, *word).ok()
-                })
-                .collect()
-        });
-        let batch = self
-            .stack
-            .as_ref()
-            .and_then(|stack| Some((stack, stackable(&results)?)));
-        if let Some((stack, (shape, dtype))) = batch {
-            let array = self.batches.take(py, shape, dtype)?;
-            fill(py, &array, &results)?;
-            let raw = PyList::new(py, &items)?;
-            let args = PyTuple::new(py, [raw.as_any(), &array])?;
-            return Ok(Fetched::Batch(attach::call(
-                py,
-                stack.bind(py),
-                args.as_any(),
-            )?));
-        }
+        let results = match self.make(py, &inputs)? {
+            Made::Batch(array) => {
+                let stack = self.stack.as_ref().expect("a batch only with `stack`");
+                let raw = PyList::new(py, &items)?;
+                let args = PyTuple::new(py, [raw.as_any(), &array])?;
+                let batch = attach::call(py, stack.bind(py), args.as_any())?;
+                return Ok(Fetched::Batch(batch));
+            }
+            Made::Items(results) => results,
+        };
         let out = PyList::empty(py);
         for ((index, item), result) in indices.iter().zip(&items).zip(results) {
             let transformed = match result {

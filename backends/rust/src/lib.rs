@@ -4,6 +4,7 @@
 
 mod attach;
 mod batch_pool;
+mod batch_slots;
 mod collate;
 mod contract;
 mod exit_hang;

@@ -238,3 +238,38 @@ def test_a_dropped_batch_array_is_filled_again():
     # The pool keeps the array, then hands it out again once it is free.
     assert dropped() is not None
     assert any(images is dropped() for images, _ in loader)
+
+
+class KeepItems(T.ImageCollate):
+    """The batch's items as they came when the backend did not stack them."""
+
+    def with_stacked(self, batch, stacked):
+        return batch if stacked is None else super().with_stacked(batch, stacked)
+
+
+def test_images_of_two_shapes_in_one_batch_come_back_as_the_references():
+    """The first image sets the batch array's shape and each next one is written
+    into its slot as it is made; one of another shape, or one the reference
+    makes, gives the written images back out as items, unchanged."""
+    small = Image.fromarray(np.full((30, 20, 3), 7, np.uint8))
+    buffer = io.BytesIO()
+    small.save(buffer, "PNG")
+    dataset = [(encoded("PNG", seed=i), i) for i in range(10)]
+    dataset[3] = (buffer.getvalue(), 3)  # 30x20, the others 40x52
+    dataset[9] = (encoded("JPEG", mode="CMYK"), 9)  # made by the reference
+    pipeline = T.Compose([T.Decode(), T.ToRGB(), T.ToFloat(), T.ToCHW()], on=0)
+
+    def epoch(backend):
+        loader = DataLoader(dataset, batch_size=5, num_workers=2, backend=backend,
+                            transform=pipeline, collate_fn=KeepItems(on=0))  # fmt: skip
+        return list(loader)
+
+    native, expected = epoch("rust"), epoch("threads")
+    assert [[label for _, label in batch] for batch in native] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    for batch, reference in zip(native, expected, strict=True):
+        for (image, _), (wanted, _) in zip(batch, reference, strict=True):
+            assert image.dtype == wanted.dtype
+            np.testing.assert_array_equal(image, wanted)
+    with pytest.raises(ValueError, match="image 3 of the batch is float32 of shape"):
+        list(DataLoader(dataset, batch_size=5, backend="rust", transform=pipeline,
+                        collate_fn=T.ImageCollate(on=0)))  # fmt: skip
