@@ -136,6 +136,8 @@ def test_a_pipeline_gives_the_references_items(backend, data, length, num_worker
     pipeline, encoded = data.draw(pipelines(), label="pipeline")
     batch_size = data.draw(st.integers(1, 4), label="batch_size")
     seed = data.draw(st.integers(0, 2**63 - 1), label="seed")
+    # ImageCollate lets a backend lay the batch out itself (ImageWork.stack).
+    stacked = data.draw(st.booleans(), label="ImageCollate")
     items = [
         (png(image) if encoded else image, i) for i, image in enumerate(images(data.draw, length))
     ]
@@ -143,16 +145,22 @@ def test_a_pipeline_gives_the_references_items(backend, data, length, num_worker
     def run(**options):
         loader = DataLoader(
             items, batch_size=batch_size, shuffle=True, seed=seed, transform=pipeline,
-            collate_fn=list, **options,
+            collate_fn=T.ImageCollate(on=0) if stacked else list, **options,
         )  # fmt: skip
+        if stacked:
+            return [
+                (i, int(label))
+                for images, labels in loader
+                for i, label in zip(images, labels, strict=True)
+            ]
         return [item for batch in loader for item in batch]
 
     try:
         expected = run()
-    except T.TransformError as error:
-        # An op that does not fit an image (RandomCrop without pad_if_needed):
-        # the backend raises the reference's error, for the same item.
-        with pytest.raises(T.TransformError) as raised:
+    except (T.TransformError, ValueError) as error:
+        # An op that does not fit an image (RandomCrop without pad_if_needed), or
+        # images ImageCollate cannot stack: the backend raises the reference's error.
+        with pytest.raises(type(error)) as raised:
             run(num_workers=num_workers, backend=backend)
         assert str(raised.value) == str(error)
         return

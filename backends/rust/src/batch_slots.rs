@@ -43,6 +43,15 @@ impl Like {
         Like::of(image).key() == self.key()
     }
 
+    /// Whether `image` (HWC), laid out as CHW, is like the batch's images.
+    pub fn matches_as_chw(&self, image: &Image) -> bool {
+        let chw = Like {
+            chw: true,
+            ..Like::of(image)
+        };
+        !image.chw && chw.key() == self.key()
+    }
+
     fn key(&self) -> (usize, usize, usize, bool, bool) {
         (self.height, self.width, self.channels, self.chw, self.float)
     }
@@ -103,6 +112,16 @@ impl Slots {
             slot: buffer.len_bytes() / items,
             _buffer: buffer,
         })
+    }
+
+    /// Slot `at`'s bytes, for a pipeline to write its last op's result into.
+    ///
+    /// # Safety
+    /// As for [`Slots::place`]: nothing else reads or writes slot `at` while
+    /// the slice is alive.
+    #[allow(clippy::mut_from_ref)] // disjoint slots of memory only this job holds
+    pub unsafe fn slot(&self, at: usize) -> &mut [u8] {
+        std::slice::from_raw_parts_mut((self.start + at * self.slot) as *mut u8, self.slot)
     }
 
     /// Slot `at`'s bytes (to take an image back out).

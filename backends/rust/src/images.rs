@@ -157,9 +157,19 @@ impl ImageJobs {
             // else holds the array (`BatchPool::take`) until the job returns.
             let mut placed = vec![unsafe { slots.place(0, first, &like) }];
             for (at, input) in inputs.iter().enumerate().skip(1) {
-                placed.push(match run(input) {
-                    Some(image) => unsafe { slots.place(at, image, &like) },
-                    None => Placed::Reference,
+                let Some((owned, word)) = input else {
+                    placed.push(Placed::Reference);
+                    continue;
+                };
+                // A last ToChw writes straight into the slot.
+                let slot = |image: &Image| {
+                    like.matches_as_chw(image)
+                        .then(|| unsafe { slots.slot(at) })
+                };
+                placed.push(match pipeline.run_into(owned.input(), seed, *word, slot) {
+                    Ok(None) => Placed::InBatch,
+                    Ok(Some(image)) => unsafe { slots.place(at, image, &like) },
+                    Err(_) => Placed::Reference,
                 });
             }
             placed

@@ -265,17 +265,14 @@ pub fn relayout(image: Image, chw: bool) -> Image {
         if plane == 0 {
             return out;
         }
+        if chw {
+            to_planes(v, c, &mut out);
+            return out;
+        }
         for channel in 0..c {
-            let planar = &mut out[channel * plane..(channel + 1) * plane];
-            if chw {
-                for (to, pixel) in planar.iter_mut().zip(v.chunks_exact(c)) {
-                    *to = pixel[channel];
-                }
-            } else {
-                let source = &v[channel * plane..(channel + 1) * plane];
-                for (p, &x) in source.iter().enumerate() {
-                    out[p * c + channel] = x;
-                }
+            let source = &v[channel * plane..(channel + 1) * plane];
+            for (p, &x) in source.iter().enumerate() {
+                out[p * c + channel] = x;
             }
         }
         out
@@ -290,6 +287,36 @@ pub fn relayout(image: Image, chw: bool) -> Image {
         pixels,
         ..image
     }
+}
+
+/// HWC values `v` of `c` channels as `c` planes in `out` (the same length).
+fn to_planes<T: Copy>(v: &[T], c: usize, out: &mut [T]) {
+    let plane = v.len() / c;
+    for (channel, planar) in out.chunks_exact_mut(plane.max(1)).enumerate().take(c) {
+        for (to, pixel) in planar.iter_mut().zip(v.chunks_exact(c)) {
+            *to = pixel[channel];
+        }
+    }
+}
+
+/// `relayout(image, true)` of an HWC `image` written into `out`, the CHW
+/// image's bytes; false, with nothing written, when `out` does not fit it
+/// (its length, or its alignment for float32).
+pub fn relayout_chw_into(image: &Image, out: &mut [u8]) -> bool {
+    let c = image.channels;
+    match &image.pixels {
+        Pixels::U8(v) if out.len() == v.len() && c > 0 => to_planes(v, c, out),
+        Pixels::F32(v) if c > 0 => {
+            // SAFETY: every bit pattern is an f32; align_to_mut keeps alignment.
+            let (head, values, tail) = unsafe { out.align_to_mut::<f32>() };
+            if !head.is_empty() || !tail.is_empty() || values.len() != v.len() {
+                return false;
+            }
+            to_planes(v, c, values);
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// torchvision's `RandomResizedCrop.get_params`, with the item's numbers.

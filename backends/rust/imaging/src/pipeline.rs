@@ -173,6 +173,20 @@ impl Pipeline {
         epoch_seed: u64,
         index_word: u64,
     ) -> Result<Image, Fallback> {
+        let made = self.run_into(input, epoch_seed, index_word, |_| None)?;
+        Ok(made.expect("written into a slot only when one is given"))
+    }
+
+    /// As `run`, but when the last op is `ToChw` on an HWC image and `slot`
+    /// gives bytes for its result (it sees the HWC image), the op writes the
+    /// CHW image straight into them: `Ok(None)` then.
+    pub fn run_into<'s>(
+        &self,
+        input: Input<'_>,
+        epoch_seed: u64,
+        index_word: u64,
+        slot: impl FnOnce(&Image) -> Option<&'s mut [u8]>,
+    ) -> Result<Option<Image>, Fallback> {
         let mut random = ItemRandom::new(epoch_seed, index_word);
         let mut ops = self.ops.iter();
         let mut image = match input {
@@ -190,10 +204,24 @@ impl Pipeline {
                 _ => return Err(Fallback("encoded bytes without Decode".into())),
             },
         };
+        let (ops, last) = match ops.as_slice().split_last() {
+            Some((Op::ToChw, rest)) => (rest, Some(&Op::ToChw)),
+            _ => (ops.as_slice(), None),
+        };
         for op in ops {
             image = self.apply(op, image, &mut random)?;
         }
-        Ok(image)
+        let Some(last) = last else {
+            return Ok(Some(image));
+        };
+        if !image.chw && image.channels > 0 {
+            if let Some(bytes) = slot(&image) {
+                if ops::relayout_chw_into(&image, bytes) {
+                    return Ok(None);
+                }
+            }
+        }
+        self.apply(last, image, &mut random).map(Some)
     }
 
     pub(crate) fn apply(
