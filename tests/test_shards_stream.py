@@ -6,6 +6,7 @@ but the shard's bytes ever reaches a sample."""
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 
 import pytest
@@ -155,6 +156,45 @@ def test_progressive_bytes_readers_wait_for_their_part_only():
         buffer.take(8, 10)
     with pytest.raises(ValueError, match="13"):
         ProgressiveBytes(10, lambda total: ValueError(total)).write(bytes(13))
+
+
+class _Trickle(io.RawIOBase):
+    """A file that hands out ``data`` 4 KiB per ``readinto``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def readinto(self, into) -> int:  # type: ignore[no-untyped-def, override]
+        count = min(len(into), 4096, len(self.data) - self.at)
+        into[:count] = self.data[self.at : self.at + count]
+        self.at += count
+        return count
+
+
+def _read_all(buffer: ProgressiveBytes, data: bytes, wrong: list[object]) -> None:
+    try:
+        for start in range(0, len(data) - 64, 991):
+            if buffer.take(start, start + 64) != data[start : start + 64]:
+                wrong.append(start)
+    except Exception as error:
+        wrong.append(error)
+
+
+def test_progressive_bytes_read_by_threads_while_it_fills():
+    # On free-threaded 3.13, slices of one memoryview made in several threads at
+    # once released it ("operation forbidden on released memoryview object").
+    data = bytes(range(256)) * 1024
+    for _ in range(20):
+        buffer = ProgressiveBytes(len(data), lambda total: ValueError(total))
+        wrong: list[object] = []
+        readers = [threading.Thread(target=_read_all, args=(buffer, data, wrong)) for _ in range(3)]
+        for reader in readers:
+            reader.start()
+        buffer.fill_from(_Trickle(data))
+        assert buffer.matches(1000, data[1000:2000])
+        for reader in readers:
+            reader.join()
+        assert wrong == []
 
 
 def feed(reply: bytes) -> asyncio.StreamReader:

@@ -3,6 +3,11 @@ without waiting for the rest (a tar shard's samples while the shard streams).
 
 ``ProgressiveBytes`` is a buffer of the object's known size, filled in order
 by one writer (the event loop reading the reply) and read by any thread.
+Every slice of the shared view is made and released under the lock: on
+free-threaded 3.13 a view's export count is not atomic (CPython's
+memoryobject.c), so slices made and dropped in two threads at once can count it
+down to zero and release the view for good.
+
 ``stream_body`` is the client's side: it writes a reply's body into one,
 resuming where an earlier attempt was cut. Nothing but the object's bytes
 ever reaches a reader: a resumed reply must be the range asked for (206 with
@@ -83,7 +88,13 @@ class ProgressiveBytes:
         step at a time so readers go as their parts arrive (the writer's thread only)."""
         while self._received < self.size:
             start = self._received
-            count = file.readinto(self._view[start : min(self.size, start + _STEP * 4)])
+            with self._changed:
+                part = self._view[start : min(self.size, start + _STEP * 4)]
+            try:
+                count = file.readinto(part)
+            finally:
+                with self._changed:
+                    part.release()
             if not count:
                 raise EOFError(f"ended after {start} of {self.size} bytes")
             with self._changed:
@@ -93,7 +104,12 @@ class ProgressiveBytes:
     def matches(self, offset: int, chunk: bytes) -> bool:
         """Whether bytes already received at ``offset`` equal ``chunk`` (a reply
         that starts over is checked against them)."""
-        return self._view[offset : offset + len(chunk)] == chunk
+        with self._changed:
+            part = self._view[offset : offset + len(chunk)]
+            try:
+                return part == chunk
+            finally:
+                part.release()
 
     def fail(self, error: BaseException) -> None:
         """The read failed for good: every reader waiting, or to come, raises ``error``."""
@@ -110,7 +126,11 @@ class ProgressiveBytes:
             if end > self._received:
                 assert self._error is not None
                 raise self._error
-        return bytes(self._view[start:end])
+            part = self._view[start:end]
+            try:
+                return bytes(part)
+            finally:
+                part.release()
 
 
 def range_start(sink: ProgressiveBytes | None) -> dict[str, str]:
