@@ -54,10 +54,14 @@ class NativeReads:
 
     def _reader(self, open_reader: Callable[..., Any], concurrency: int | None) -> _Shared:
         cache: dict[tuple[int, int, int | None], _Shared] = self.__dict__.setdefault("_readers", {})
-        key = (id(open_reader), process_id(), concurrency)
+        # Keyed by the backend, not by ``open_reader``: a bound method is a new
+        # object on each access, so its id gave every epoch a new reader (new
+        # connections, the host limit starting over) and kept the old ones.
+        owner = getattr(open_reader, "__self__", open_reader)
+        key = (id(owner), process_id(), concurrency)
         shared = cache.get(key)
-        if shared is None:
-            shared = cache[key] = _Shared(open_reader(self.reader_spec(), concurrency))
+        if shared is None or shared.owner is not owner:
+            shared = cache[key] = _Shared(owner, open_reader(self.reader_spec(), concurrency))
         return shared
 
     def failure(
@@ -146,8 +150,8 @@ class _Shared:
     """A dataset's reader in this process, and how much of its counts the dataset's
     counters already hold."""
 
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
+    def __init__(self, owner: object, reader: Any) -> None:
+        self.owner, self.reader = owner, reader
         self.lock = threading.Lock()
         self.seen: tuple[int, ...] = (0, 0, 0, 0)
 
