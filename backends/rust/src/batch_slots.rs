@@ -121,7 +121,7 @@ impl Slots {
     /// the slice is alive.
     #[allow(clippy::mut_from_ref)] // disjoint slots of memory only this job holds
     pub unsafe fn slot(&self, at: usize) -> &mut [u8] {
-        std::slice::from_raw_parts_mut((self.start + at * self.slot) as *mut u8, self.slot)
+        std::slice::from_raw_parts_mut(self.address(at), self.slot)
     }
 
     /// Slot `at`'s bytes (to take an image back out).
@@ -129,7 +129,11 @@ impl Slots {
     /// # Safety
     /// Nothing writes slot `at` meanwhile.
     pub unsafe fn read(&self, at: usize) -> &[u8] {
-        std::slice::from_raw_parts((self.start + at * self.slot) as *const u8, self.slot)
+        std::slice::from_raw_parts(self.address(at), self.slot)
+    }
+
+    fn address(&self, at: usize) -> *mut u8 {
+        (self.start + at * self.slot) as *mut u8
     }
 
     /// Put `image` into slot `at` if it is `like` the batch's, freeing it.
@@ -148,8 +152,7 @@ impl Slots {
         };
         // Equal by `like`: the array's shape is the batch's (`Like::batch`).
         assert_eq!(bytes.len(), self.slot, "an image the size of its slot");
-        let to = (self.start + at * self.slot) as *mut u8;
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, self.slot);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.address(at), self.slot);
         Placed::InBatch
     }
 }
