@@ -28,7 +28,10 @@ def test_arguments_as_torchvision_takes_them_and_clear_errors_for_the_rest():
     assert T.GaussianBlur(3).sigma == (0.1, 2.0)  # torchvision's default
     op = T.GaussianBlur((9, 1), (0.5, 3))
     assert T.op_from_dict(op.to_dict()) == op
-    odd = r"kernel_size should be an odd int >= 1 or an \(x, y\) pair of them, but got "
+    odd = (
+        r"kernel_size should be an odd int from 1 to 2\*\*31 - 1 or an \(x, y\) pair of them, "
+        "but got "
+    )
     positive = r"sigma should be a number > 0 or a \(low, high\) pair with 0 < low <= high"
     for bad, match in [
         ({"kernel_size": 4}, odd + "kernel_size=4"),

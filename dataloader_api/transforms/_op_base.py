@@ -15,29 +15,39 @@ ENCODED: Kind = ("encoded", "")
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos")
 # Pillow's own guard against decompression bombs (Image.MAX_IMAGE_PIXELS).
 DEFAULT_MAX_PIXELS = 89_478_485
+# The largest side, offset, padding or kernel an op takes: a native backend holds
+# them in machine integers, and no image comes near it. Checked when the op is
+# built, so every backend refuses the same values.
+MAX_SIDE = 2**31 - 1
 
 
-def _int(op: str, name: str, value: Any, minimum: int) -> int:
+def _int(op: str, name: str, value: Any, minimum: int, bounded: bool = True) -> int:
+    """An int >= ``minimum``, and at most ``MAX_SIDE`` when ``bounded``."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
     if value < minimum:
         raise ValueError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
+    if bounded and value > MAX_SIDE:
+        raise ValueError(
+            f"{op}: {name} should be an int from {minimum} to 2**31 - 1, but got {name}={value!r}"
+        )
     return value
+
+
+def _side(value: Any, minimum: int = 1) -> bool:
+    """Whether ``value`` is an int from ``minimum`` to ``MAX_SIDE``."""
+    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_SIDE
 
 
 def _size(op: str, name: str, value: Any) -> Sequence[int] | int:
     """An int (the shorter side, or a square for crops) or a (height, width) pair."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
-    ):
+    if _side(value):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_side, value)):
         return (value[0], value[1])
     raise ValueError(
-        f"{op}: {name} should be an int >= 1 or a (height, width) pair of them, "
-        f"but got {name}={value!r}"
+        f"{op}: {name} should be an int from 1 to 2**31 - 1 or a (height, width) pair of "
+        f"them, but got {name}={value!r}"
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._op_base import PilOp, _number, _set
+from ._op_base import PilOp, _number, _set, _side
 
 __all__ = ["GaussianBlur"]
 
@@ -36,13 +36,11 @@ class GaussianBlur(PilOp):
 
 def _kernel_size(value: Any) -> tuple[int, int]:
     pair = value if isinstance(value, Sequence) and not isinstance(value, str) else (value, value)
-    if len(pair) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 1 and v % 2 == 1 for v in pair
-    ):
+    if len(pair) == 2 and all(_side(v) and v % 2 == 1 for v in pair):
         return (pair[0], pair[1])
     raise ValueError(
-        "GaussianBlur: kernel_size should be an odd int >= 1 or an (x, y) pair of them, "
-        f"but got kernel_size={value!r}"
+        "GaussianBlur: kernel_size should be an odd int from 1 to 2**31 - 1 or an (x, y) pair "
+        f"of them, but got kernel_size={value!r}"
     )
 
 

@@ -25,6 +25,7 @@ from ._op_base import (
     _number,
     _range,
     _set,
+    _side,
     _size,
 )
 from ._op_blur import GaussianBlur
@@ -79,7 +80,7 @@ class Decode(Op):
     name: ClassVar[str] = "decode"
 
     def __post_init__(self) -> None:
-        _int("Decode", "max_pixels", self.max_pixels, 1)
+        _int("Decode", "max_pixels", self.max_pixels, 1, bounded=False)
         if not isinstance(self.draft, bool):
             raise TypeError(f"Decode: draft should be a bool, but got draft={self.draft!r}")
 
@@ -266,9 +267,9 @@ def _padding(value: Any) -> tuple[int, int, int, int]:
     """torchvision's padding forms as (left, top, right, bottom)."""
     given = (0,) if value is None else (value,) if isinstance(value, int) else value
     ok = isinstance(given, (tuple, list)) and len(given) in (1, 2, 4)
-    if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in given):
+    if not ok or not all(_side(v, 0) for v in given):
         raise ValueError(
-            "RandomCrop: padding should be None, an int >= 0, or 2 or 4 of them "
+            "RandomCrop: padding should be None, an int from 0 to 2**31 - 1, or 2 or 4 of them "
             f"((left/right, top/bottom) or (left, top, right, bottom)), but got padding={value!r}"
         )
     values: list[int] = list(given)

@@ -36,7 +36,8 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
     let name: String = get("op")?.extract()?;
     Ok(match name.as_str() {
         "decode" => Op::Decode {
-            max_pixels: get("max_pixels")?.extract()?,
+            // Any int >= 1 (the op checks it); past u64, no image is over it.
+            max_pixels: get("max_pixels")?.extract().unwrap_or(u64::MAX),
             draft: get("draft")?.extract()?,
         },
         "to_rgb" => Op::ToRgb,
@@ -145,7 +146,7 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
             p: get("p")?.extract()?,
         },
         "rotate90" => Op::Rotate90 {
-            k: get("k")?.extract()?,
+            k: get("k")?.rem(4)?.extract()?, // any int: the same quarter turns
         },
         "to_float" => Op::ToFloat,
         "normalize" => {

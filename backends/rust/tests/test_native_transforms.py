@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import io
 import itertools
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -273,3 +275,50 @@ def test_images_of_two_shapes_in_one_batch_come_back_as_the_references():
     with pytest.raises(ValueError, match="image 3 of the batch is float32 of shape"):
         list(DataLoader(dataset, batch_size=5, backend="rust", transform=pipeline,
                         collate_fn=T.ImageCollate(on=0)))  # fmt: skip
+
+
+HUGE = 2**31 - 1  # the largest side an op takes
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        T.Rotate90(2**64 + 1),
+        T.PadTo(HUGE, HUGE),
+        T.Pad(HUGE, HUGE, HUGE, HUGE),
+        T.CenterCrop(HUGE),
+        T.Resize((HUGE, 3)),
+        T.RandomResizedCrop((3, HUGE)),
+        T.RandomCrop(5, padding=HUGE),
+        T.RandomCrop(HUGE, pad_if_needed=True),
+    ],
+    ids=repr,
+)
+def test_any_argument_an_op_takes_gives_the_references_result_or_error(op):
+    # Before: Rotate90 past 64 bits was an OverflowError for the whole epoch, and
+    # the sizes aborted the interpreter (a failed allocation) or panicked. A
+    # child process, so that an abort fails this test rather than the session.
+    script = f"""
+import numpy as np
+from dataloader_api import DataLoader, transforms as T
+image = np.arange(4 * 3 * 3, dtype=np.uint8).reshape(4, 3, 3)
+outcomes = []
+for backend in ("rust", "threads"):
+    loader = DataLoader([image] * 2, batch_size=2, num_workers=1, backend=backend,
+                        transform=T.Compose([T.op_from_dict({op.to_dict()!r})]),
+                        collate_fn=list)
+    try:
+        outcomes.append([a.tobytes() for batch in loader for a in batch])
+    except Exception as error:
+        outcomes.append((type(error).__name__, str(error)))
+assert outcomes[0] == outcomes[1], outcomes
+"""
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_decode_takes_a_max_pixels_past_64_bits():
+    data = encoded("JPEG")
+    pipeline = T.Compose([T.Decode(max_pixels=2**64)])
+    native = _native.run_pipeline(pipeline.to_dict(), 0, 0, data)
+    np.testing.assert_array_equal(native, pipeline(data))

@@ -54,7 +54,7 @@ fn check_size(
     if pixels > max_pixels {
         return Err(fallback(format!("{} image over max_pixels", format.name())));
     }
-    Ok(())
+    crate::admit(height, width, 4, 1) // up to 4 channels of u8
 }
 
 pub fn decode(data: &[u8], max_pixels: u64) -> Result<Image, Fallback> {

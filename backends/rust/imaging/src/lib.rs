@@ -42,6 +42,27 @@ pub enum Pixels {
 #[derive(Debug, PartialEq)]
 pub struct Fallback(pub String);
 
+/// The most bytes an image made natively may have. A larger one (a pad, a
+/// resize or a decode the user asked for) goes to the reference, whose result
+/// or error (NumPy's or Pillow's) the user gets: a failed allocation here would
+/// abort the interpreter instead.
+pub const MAX_IMAGE_BYTES: usize = 1 << 30;
+
+/// Whether a `height` × `width` × `channels` image of `element`-byte values
+/// may be made natively (see `MAX_IMAGE_BYTES`).
+pub fn admit(height: usize, width: usize, channels: usize, element: usize) -> Result<(), Fallback> {
+    let bytes = height
+        .checked_mul(width)
+        .and_then(|n| n.checked_mul(channels))
+        .and_then(|n| n.checked_mul(element));
+    match bytes {
+        Some(bytes) if bytes <= MAX_IMAGE_BYTES => Ok(()),
+        _ => Err(Fallback(format!(
+            "a {height}x{width}x{channels} image is larger than the native pipeline makes"
+        ))),
+    }
+}
+
 impl Image {
     pub fn u8(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Image {
         debug_assert_eq!(data.len(), height * width * channels);

@@ -7,7 +7,7 @@ use crate::ops;
 use crate::random::ItemRandom;
 use crate::random_crop::{self, PadMode};
 use crate::resample::{resize, Filter};
-use crate::{Fallback, Image, Pixels};
+use crate::{admit, Fallback, Image, Pixels};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Size {
@@ -242,6 +242,13 @@ impl Pipeline {
             Pixels::U8(_) if wants_f32 => return Err(Fallback("a uint8 image".into())),
             _ => {}
         }
+        let (h, w, c) = (image.height, image.width, image.channels);
+        let element = match image.pixels {
+            Pixels::U8(_) => 1,
+            Pixels::F32(_) => 4,
+        };
+        // An op that makes a larger image checks it first (`MAX_IMAGE_BYTES`).
+        let fits = |height: usize, width: usize| admit(height, width, c, element);
         Ok(match *op {
             Op::Decode { .. } => return Err(Fallback("Decode after the first op".into())),
             Op::ToRgb => ops::to_rgb(image),
@@ -257,7 +264,10 @@ impl Pipeline {
                 }
                 ops::crop(image, top, left, height, width)
             }
-            Op::CenterCrop { height, width } => ops::center_crop(image, height, width),
+            Op::CenterCrop { height, width } => {
+                fits(height.max(h), width.max(w))?;
+                ops::center_crop(image, height, width)
+            }
             Op::Resize { size, filter } => {
                 let (out_h, out_w) = match size {
                     Size::Exact(h, w) => (h, w),
@@ -268,6 +278,7 @@ impl Pipeline {
                         (s, ((s * image.width) as f64 / image.height as f64) as usize)
                     }
                 };
+                fits(out_h, out_w)?;
                 resample(image, out_h, out_w, filter)?
             }
             Op::RandomResizedCrop {
@@ -277,6 +288,7 @@ impl Pipeline {
                 ratio,
                 filter,
             } => {
+                fits(height, width)?;
                 let (top, left, h, w) =
                     ops::crop_box(random, image.height, image.width, scale, ratio);
                 resample(ops::crop(image, top, left, h, w), height, width, filter)?
@@ -287,7 +299,10 @@ impl Pipeline {
                 left,
                 right,
                 value,
-            } => ops::pad(image, top, bottom, left, right, value),
+            } => {
+                fits(h + top + bottom, w + left + right)?;
+                ops::pad(image, top, bottom, left, right, value)
+            }
             Op::PadTo {
                 height,
                 width,
@@ -296,6 +311,7 @@ impl Pipeline {
                 if image.height > height || image.width > width {
                     return Err(Fallback("an image larger than PadTo".into()));
                 }
+                fits(height, width)?;
                 let (bottom, right) = (height - image.height, width - image.width);
                 ops::pad(image, 0, bottom, 0, right, value)
             }
@@ -307,8 +323,17 @@ impl Pipeline {
                 fill,
                 mode,
             } => {
+                // The reference pads the whole image first (`random_crop_box`'s
+                // sizes): refused as it would be, however small the crop.
+                let padded = |side: usize, extra: usize, want: usize| match side + extra {
+                    short if pad_if_needed && short < want => short + 2 * (want - short),
+                    enough => enough.max(want),
+                };
+                fits(
+                    padded(h, padding[1] + padding[3], height),
+                    padded(w, padding[0] + padding[2], width),
+                )?;
                 let size = (height, width);
-                let (h, w) = (image.height, image.width);
                 if (h == 0 || w == 0) && mode != PadMode::Constant {
                     return Err(Fallback("an empty image to pad from its edges".into()));
                 }
@@ -358,7 +383,10 @@ impl Pipeline {
                 }
             }
             Op::Rotate90 { k } => ops::rotate90(image, k),
-            Op::ToFloat => ops::to_float(image),
+            Op::ToFloat => {
+                admit(h, w, c, 4)?;
+                ops::to_float(image)
+            }
             Op::Normalize { ref mean, ref std } => {
                 ops::normalize(image, mean, std).map_err(Fallback)?
             }

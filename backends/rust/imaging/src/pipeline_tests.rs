@@ -105,3 +105,25 @@ fn random_resized_crop_falls_back_to_the_centre_as_torchvision() {
     let boxed = crate::ops::crop_box(&mut random, 100, 100, (0.99, 1.0), (4.0, 5.0));
     assert_eq!(boxed, (37, 0, 25, 100));
 }
+
+#[test]
+fn an_image_past_max_image_bytes_goes_to_the_reference_before_it_is_made() {
+    let huge = (1 << 31) - 1;
+    let pad_to = Op::PadTo {
+        height: huge,
+        width: huge,
+        value: 0.0,
+    };
+    assert!(run(vec![pad_to], ramp(2, 2, 3)).is_err());
+    let pad = Op::Pad {
+        top: huge,
+        bottom: 0,
+        left: 0,
+        right: 0,
+        value: 0.0,
+    };
+    assert!(run(vec![pad], ramp(2, 2, 3)).is_err());
+    assert!(admit(1 << 15, 1 << 13, 4, 1).is_ok()); // exactly MAX_IMAGE_BYTES
+    assert!(admit(1 << 15, 1 << 13, 4, 4).is_err());
+    assert!(admit(usize::MAX, 2, 1, 1).is_err()); // overflows: refused, not wrapped
+}
