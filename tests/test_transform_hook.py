@@ -222,16 +222,22 @@ def test_resize_equals_pillows_resize_with_every_filter(backend, interpolation):
         (np.zeros((6, 0, 3), np.uint8), T.Resize(4)),
         (np.zeros((0, 6, 3), np.uint8), T.Resize((3, 3))),
         (np.zeros((0, 6, 3), np.uint8), T.RandomResizedCrop(4)),
+        (np.zeros((6, 6, 0), np.uint8), T.Resize(4)),
+        (np.zeros((6, 6, 0), np.uint8), T.RandomResizedCrop(4)),
     ],
-    ids=["resize-int-no-width", "resize-pair-no-height", "random-resized-crop"],
-)
+    ids=["resize-int-no-width", "resize-pair-no-height", "random-resized-crop",
+         "resize-no-channels", "random-resized-crop-no-channels"],
+)  # fmt: skip
 def test_resizing_an_empty_image_names_the_item_on_every_backend(image, op):
-    """It raised a bare ZeroDivisionError (or Pillow's error) without the item."""
+    """It raised a bare ZeroDivisionError, Pillow's error or (no channels) NumPy's
+    "need at least one array to stack", without the item."""
     pipeline = T.Compose([op])
     for backend in BACKENDS:
         error, message = _outcome([image, image], pipeline, backend)
         assert error is T.TransformError, (backend, error, message)
-        assert message.startswith("transform of item 0: ") and "empty image" in message
+        assert message.startswith("transform of item 0: ") and (
+            "empty image" in message or "without channels" in message
+        )
 
 
 def test_color_jitter_equals_the_reference_on_every_colour():

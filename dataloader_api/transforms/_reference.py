@@ -184,6 +184,8 @@ def _resample_from(op: Op, image: Any, index: Any) -> tuple[int, int]:
     height, width = image.shape[:2]
     if height == 0 or width == 0:
         raise TransformError(index, f"{op!r} cannot resize an empty image ({height}x{width})")
+    if image.shape[2] == 0:
+        raise TransformError(index, f"{op!r} cannot resize an image without channels")
     return height, width
 
 
