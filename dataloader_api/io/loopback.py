@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import select
+import selectors
 import threading
 from collections import defaultdict, deque
 from collections.abc import Mapping
@@ -137,7 +139,7 @@ class LoopbackServer:
         self.headers_seen: list[dict[str, str]] = []
         self._open: set[_Protocol] = set()
         self._port = port
-        self._loop = asyncio.new_event_loop()
+        self._loop = _new_loop()
         self._server: asyncio.base_events.Server | None = None
         self._thread = threading.Thread(target=self._run, name="loopback-http", daemon=True)
         self._started = threading.Event()
@@ -298,6 +300,32 @@ class _Protocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
         self.server._open.discard(self)
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """An event loop whose timers fire to the microsecond where the system's
+    default is epoll, which sleeps in whole milliseconds, rounded up: a 20 ms
+    latency then came out 20 to 21 ms, later for clients whose requests arrive
+    together (the loop sleeps until the timer) than for clients that trickle in
+    (each arrival wakes it). Benchmarks compare clients against 20 ms exactly."""
+    if not hasattr(selectors, "EpollSelector"):
+        return asyncio.new_event_loop()
+    return asyncio.SelectorEventLoop(_MicrosecondEpoll())
+
+
+class _MicrosecondEpoll(selectors.EpollSelector):
+    """epoll, slept on with select(), whose timeout is in microseconds: an epoll
+    descriptor is readable when one of its descriptors is ready."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is not None and timeout > 0:
+            try:
+                select.select([self.fileno()], [], [], timeout)
+            except ValueError:
+                pass  # a descriptor past select()'s FD_SETSIZE: epoll's own timeout
+            else:
+                timeout = 0
+        return super().select(timeout)
 
 
 def _wake_at_most_once(server: asyncio.Server) -> None:

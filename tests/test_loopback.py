@@ -1,0 +1,54 @@
+"""The loopback server's event loop: its sleeps end on readiness as epoll's do."""
+
+from __future__ import annotations
+
+import select
+import selectors
+import socket
+
+import pytest
+
+from dataloader_api.io import loopback
+
+
+@pytest.mark.skipif(not hasattr(selectors, "EpollSelector"), reason="epoll is Linux's")
+def test_a_sleep_ends_when_a_registered_socket_is_ready():
+    selector = loopback._MicrosecondEpoll()
+    left, right = socket.socketpair()
+    try:
+        selector.register(left, selectors.EVENT_READ, "left")
+        assert selector.select(0.0002) == []  # nothing ready: the sleep just ends
+        right.send(b"x")
+        ready = selector.select(30)  # ready: returns at once, not after 30 s
+        assert [(key.data, events) for key, events in ready] == [("left", selectors.EVENT_READ)]
+    finally:
+        selector.close()
+        left.close()
+        right.close()
+
+
+@pytest.mark.skipif(not hasattr(selectors, "EpollSelector"), reason="epoll is Linux's")
+def test_past_select_s_descriptor_limit_epoll_sleeps_itself(monkeypatch):
+    def too_high(*args: object) -> None:
+        raise ValueError("filedescriptor out of range in select()")
+
+    monkeypatch.setattr(select, "select", too_high)
+    selector = loopback._MicrosecondEpoll()
+    left, right = socket.socketpair()
+    try:
+        selector.register(left, selectors.EVENT_READ, "left")
+        assert selector.select(0.0002) == []
+        right.send(b"x")
+        assert [key.data for key, _ in selector.select(30)] == ["left"]
+    finally:
+        selector.close()
+        left.close()
+        right.close()
+
+
+def test_the_server_answers_with_latency_on_its_own_loop():
+    from dataloader_api.io import HttpDataset
+
+    with loopback.LoopbackServer({"/a": b"abc"}, latency=0.001) as server:
+        assert HttpDataset([server.url + "/a"] * 3)[2] == b"abc"
+        assert server.requests["/a"] == 1
