@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 # (dtype, layout) of the value between two ops: dtype "encoded" (bytes),
 # "uint8" or "float32"; layout "HWC" or "CHW" ("" for encoded bytes).
@@ -21,9 +21,14 @@ DEFAULT_MAX_PIXELS = 89_478_485
 MAX_SIDE = 2**31 - 1
 
 
+def _is_int(value: Any) -> TypeGuard[int]:
+    """An int and not a bool (``True`` is 1 to Python, never a size to a user)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _int(op: str, name: str, value: Any, minimum: int, bounded: bool = True) -> int:
     """An int >= ``minimum``, and at most ``MAX_SIDE`` when ``bounded``."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not _is_int(value):
         raise TypeError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
     if value < minimum:
         raise ValueError(f"{op}: {name} should be an int >= {minimum}, but got {name}={value!r}")
@@ -36,7 +41,7 @@ def _int(op: str, name: str, value: Any, minimum: int, bounded: bool = True) -> 
 
 def _side(value: Any, minimum: int = 1) -> bool:
     """Whether ``value`` is an int from ``minimum`` to ``MAX_SIDE``."""
-    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_SIDE
+    return _is_int(value) and minimum <= value <= MAX_SIDE
 
 
 def _size(op: str, name: str, value: Any) -> Sequence[int] | int:
