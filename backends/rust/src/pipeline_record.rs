@@ -1,7 +1,7 @@
 //! `Compose.to_dict()` parsed into the native [`Pipeline`]: plain data in,
 //! an error naming the record for anything the native side does not know.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
 use dataloader_imaging::color::Jitter;
@@ -23,6 +23,14 @@ fn range(value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
     Ok((value.get_item(0)?.extract()?, value.get_item(1)?.extract()?))
 }
 
+/// Decode's `max_pixels`: any int >= 1 (the op checks it); past u64, no image is over it.
+fn pixel_limit(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match value.extract::<u64>() {
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => Ok(u64::MAX),
+        other => other,
+    }
+}
+
 fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
     let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
         record
@@ -36,8 +44,7 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
     let name: String = get("op")?.extract()?;
     Ok(match name.as_str() {
         "decode" => Op::Decode {
-            // Any int >= 1 (the op checks it); past u64, no image is over it.
-            max_pixels: get("max_pixels")?.extract().unwrap_or(u64::MAX),
+            max_pixels: pixel_limit(&get("max_pixels")?)?,
             draft: get("draft")?.extract()?,
         },
         "to_rgb" => Op::ToRgb,

@@ -322,3 +322,10 @@ def test_decode_takes_a_max_pixels_past_64_bits():
     pipeline = T.Compose([T.Decode(max_pixels=2**64)])
     native = _native.run_pipeline(pipeline.to_dict(), 0, 0, data)
     np.testing.assert_array_equal(native, pipeline(data))
+
+
+def test_decode_record_with_a_non_int_max_pixels_is_refused_not_unlimited():
+    record = T.Compose([T.Decode()]).to_dict()
+    record["ops"][0]["max_pixels"] = "many"
+    with pytest.raises(TypeError):
+        _native.run_pipeline(record, 0, 0, encoded("JPEG"))
