@@ -313,19 +313,21 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return asyncio.SelectorEventLoop(_MicrosecondEpoll())
 
 
-class _MicrosecondEpoll(selectors.EpollSelector):
-    """epoll, slept on with select(), whose timeout is in microseconds: an epoll
-    descriptor is readable when one of its descriptors is ready."""
+if hasattr(selectors, "EpollSelector"):  # Linux
 
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout is not None and timeout > 0:
-            try:
-                select.select([self.fileno()], [], [], timeout)
-            except ValueError:
-                pass  # a descriptor past select()'s FD_SETSIZE: epoll's own timeout
-            else:
-                timeout = 0
-        return super().select(timeout)
+    class _MicrosecondEpoll(selectors.EpollSelector):
+        """epoll, slept on with select(), whose timeout is in microseconds: an epoll
+        descriptor is readable when one of its descriptors is ready."""
+
+        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+            if timeout is not None and timeout > 0:
+                try:
+                    select.select([self.fileno()], [], [], timeout)
+                except ValueError:
+                    pass  # a descriptor past select()'s FD_SETSIZE: epoll's own timeout
+                else:
+                    timeout = 0
+            return super().select(timeout)
 
 
 def _wake_at_most_once(server: asyncio.Server) -> None:
