@@ -56,8 +56,10 @@ def main(rounds: int) -> None:
             remote.bare_client(urls, remote.CONCURRENCY),
         ]
         ideal = [remote.CONCURRENCY / remote.LATENCY] * rounds
-        label = f"ideal ({remote.CONCURRENCY} in flight / {remote.LATENCY * 1e3:g} ms)"
-        title = f"10a taken apart: {OBJECTS} objects of {remote.SIZE // 1024} KiB, 20 ms"
+        latency = f"{remote.LATENCY * 1e3:g} ms"
+        label = f"ideal ({remote.CONCURRENCY} in flight / {latency})"
+        size = f"{remote.SIZE // 1024} KiB"
+        title = f"10a taken apart: {OBJECTS} objects of {size}, {latency} per reply"
         table = rates_table("http_keepalive", "remote", title, rows, rounds, (label, ideal))
         print("\n".join(render.lines(table)))
     finally:
