@@ -74,3 +74,42 @@ def test_turns_past_the_limit_wait_for_a_release():
         assert running == [0, 1, 2] and limit.in_flight == 0
 
     asyncio.run(main())
+
+
+def test_a_turn_goes_to_the_request_that_waited_first_not_to_a_newcomer():
+    # A later batch's request asking just as a turn frees must not take it from an
+    # earlier batch's request that waits for it (the first batch would then wait
+    # for the later one's replies).
+    async def main() -> None:
+        limit = HostLimit(1)
+        order: list[str] = []
+        first = await limit.acquire()
+
+        async def waiter() -> None:
+            limit.release(await limit.acquire(), None)
+            order.append("waiter")
+
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0)  # it asked, and waits: the one turn is taken
+        limit.release(first, None)
+        limit.release(await limit.acquire(), None)  # asks before the waiter ran again
+        order.append("newcomer")
+        await task
+        assert order == ["waiter", "newcomer"] and limit.in_flight == 0
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_waiter_hands_its_turn_on():
+    async def main() -> None:
+        limit = HostLimit(1)
+        first = await limit.acquire()
+        cancelled = asyncio.ensure_future(limit.acquire())
+        after = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)
+        limit.release(first, None)  # the turn is handed to `cancelled`, which never runs
+        cancelled.cancel()
+        limit.release(await after, None)
+        assert limit.in_flight == 0 and not limit._waiters
+
+    asyncio.run(main())

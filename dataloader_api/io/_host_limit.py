@@ -48,17 +48,21 @@ class HostLimit:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
     async def acquire(self) -> float:
-        """Wait for a turn; the time it started (give it back to ``release``)."""
-        while self.in_flight >= int(self.limit):
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            except BaseException:
-                if not waiter.cancelled() and waiter.done():
-                    self._wake()  # the turn it was given goes to the next waiter
-                raise
-        self.in_flight += 1
+        """Wait for a turn, after every request that asked before (first come,
+        first served: a later batch's request never takes a turn an earlier one
+        waits for); the time it started (give it back to ``release``)."""
+        if not self._waiters and self.in_flight < int(self.limit):
+            self.in_flight += 1
+            return time.monotonic()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # ``_wake`` counted the turn as taken when it handed it over
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.in_flight -= 1  # handed a turn, then cancelled: the next waiter has it
+                self._wake()
+            raise
         return time.monotonic()
 
     def release(self, started: float, replied: float | None) -> None:
@@ -98,9 +102,8 @@ class HostLimit:
             self.limit = min(self.limit + 1 / self.limit, self.ceiling)
 
     def _wake(self) -> None:
-        free = int(self.limit) - self.in_flight
-        while free > 0 and self._waiters:
+        while self._waiters and self.in_flight < int(self.limit):
             waiter = self._waiters.popleft()
-            if not waiter.done():
+            if not waiter.done():  # a cancelled waiter is passed over
                 waiter.set_result(None)
-                free -= 1
+                self.in_flight += 1

@@ -7,11 +7,15 @@
 //! more per round trip. A connect slower than `STALL_FACTOR` times the
 //! fastest (and `CONNECT_STALL`) is a SYN the server dropped: `StallLayer`
 //! fails it at once with `SlowConnect`, and the request connects again.
+//! Turns go first come, first served, as there: a later batch's request never
+//! takes a turn an earlier one waits for.
 
+use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -31,13 +35,21 @@ struct State {
     in_flight: usize,
     fastest: f64,
     last_cut: Option<Instant>,
+    waiters: VecDeque<Arc<Waiter>>,
+}
+
+/// A request waiting for a turn; `granted` is set, under the state's lock, when
+/// `wake` hands it one (already counted in `in_flight`).
+#[derive(Default)]
+struct Waiter {
+    granted: AtomicBool,
+    notify: Notify,
 }
 
 /// One host's adaptive limit on requests in flight.
 pub struct HostLimit {
     ceiling: f64,
     state: Mutex<State>,
-    turn: Notify,
 }
 
 impl HostLimit {
@@ -51,8 +63,8 @@ impl HostLimit {
                 in_flight: 0,
                 fastest: f64::INFINITY,
                 last_cut: None,
+                waiters: VecDeque::new(),
             }),
-            turn: Notify::new(),
         }
     }
 
@@ -60,47 +72,95 @@ impl HostLimit {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait for a turn; the instant it started (give it back to `release`).
+    /// Wait for a turn, after every request that asked before; the instant it
+    /// started (give it back to `release`).
     pub async fn acquire(&self) -> Instant {
-        loop {
-            let notified = self.turn.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable(); // registered before the check: no wake-up is lost
-            {
-                let mut state = self.lock();
-                if (state.in_flight as f64) < state.limit.floor() {
-                    state.in_flight += 1;
-                    return Instant::now();
-                }
+        let waiter = {
+            let mut state = self.lock();
+            if state.waiters.is_empty() && state.has_room() {
+                state.in_flight += 1;
+                return Instant::now();
             }
-            notified.await;
+            let waiter = Arc::new(Waiter::default());
+            state.waiters.push_back(waiter.clone());
+            waiter
+        };
+        let mut queued = Queued {
+            limit: self,
+            waiter,
+            taken: false,
+        };
+        // notify_one keeps a wake-up given before this waits: none is lost.
+        while !queued.waiter.granted.load(Ordering::Acquire) {
+            queued.waiter.notify.notified().await;
         }
+        queued.taken = true;
+        Instant::now()
     }
 
     /// A request that started at `started` ended; its headers came at `replied`.
     pub fn release(&self, started: Instant, replied: Option<Instant>) {
-        {
-            let mut state = self.lock();
-            state.in_flight -= 1;
-            if let Some(replied) = replied {
-                let seconds = replied.duration_since(started).as_secs_f64();
-                let stalled = seconds > STALL && seconds > STALL_FACTOR * state.fastest;
-                state.fastest = state.fastest.min(seconds);
-                if stalled {
-                    cut(&mut state, started);
-                } else if state.limit < state.threshold {
-                    state.limit = (state.limit + 1.0).min(self.ceiling);
-                } else {
-                    state.limit = (state.limit + 1.0 / state.limit).min(self.ceiling);
-                }
+        let mut state = self.lock();
+        state.in_flight -= 1;
+        if let Some(replied) = replied {
+            let seconds = replied.duration_since(started).as_secs_f64();
+            let stalled = seconds > STALL && seconds > STALL_FACTOR * state.fastest;
+            state.fastest = state.fastest.min(seconds);
+            if stalled {
+                cut(&mut state, started);
+            } else if state.limit < state.threshold {
+                state.limit = (state.limit + 1.0).min(self.ceiling);
+            } else {
+                state.limit = (state.limit + 1.0 / state.limit).min(self.ceiling);
             }
         }
-        self.turn.notify_waiters();
+        state.wake();
     }
 
     /// A connect of the request that started at `started` stalled.
     pub fn stalled(&self, started: Instant) {
         cut(&mut self.lock(), started);
+    }
+}
+
+/// A waiting `acquire`, dropped if the request is (an epoch closed): it leaves
+/// the queue, or gives on the turn it was handed.
+struct Queued<'a> {
+    limit: &'a HostLimit,
+    waiter: Arc<Waiter>,
+    taken: bool,
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if self.taken {
+            return;
+        }
+        let mut state = self.limit.lock();
+        if self.waiter.granted.load(Ordering::Acquire) {
+            state.in_flight -= 1;
+            state.wake();
+        } else {
+            state.waiters.retain(|w| !Arc::ptr_eq(w, &self.waiter));
+        }
+    }
+}
+
+impl State {
+    fn has_room(&self) -> bool {
+        (self.in_flight as f64) < self.limit.floor()
+    }
+
+    /// Hand the free turns to the waiters, in the order they asked.
+    fn wake(&mut self) {
+        while self.has_room() {
+            let Some(waiter) = self.waiters.pop_front() else {
+                return;
+            };
+            self.in_flight += 1;
+            waiter.granted.store(true, Ordering::Release);
+            waiter.notify.notify_one();
+        }
     }
 }
 
@@ -217,6 +277,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt;
+    use std::pin::pin;
 
     #[test]
     fn grows_each_reply_and_halves_once_per_burst() {
@@ -245,6 +307,39 @@ mod tests {
             limit.release(now, Some(now + Duration::from_secs(2)));
         }
         assert_eq!(limit.lock().limit, 64.0);
+    }
+
+    #[test]
+    fn a_turn_goes_to_the_request_that_waited_first_not_to_a_newcomer() {
+        let limit = HostLimit::new(1);
+        let first = limit.acquire().now_or_never().expect("a free turn");
+        let mut waiting = pin!(limit.acquire());
+        assert!(waiting.as_mut().now_or_never().is_none());
+        limit.release(first, None);
+        // A later request asks before the waiter runs again: it waits its turn.
+        assert!(limit.acquire().now_or_never().is_none());
+        assert!(waiting.now_or_never().is_some());
+        assert_eq!(limit.lock().in_flight, 1);
+    }
+
+    #[test]
+    fn a_dropped_waiter_leaves_the_queue_or_hands_its_turn_on() {
+        let limit = HostLimit::new(1);
+        let first = limit.acquire().now_or_never().expect("a free turn");
+        let mut left = Box::pin(limit.acquire());
+        let mut handed = Box::pin(limit.acquire());
+        let mut last = pin!(limit.acquire());
+        for waiter in [left.as_mut(), handed.as_mut()] {
+            assert!(waiter.now_or_never().is_none());
+        }
+        assert!(last.as_mut().now_or_never().is_none());
+        drop(left); // an epoch closed while it waited
+        assert_eq!(limit.lock().waiters.len(), 2);
+        limit.release(first, None); // handed to `handed`, dropped before it ran
+        drop(handed);
+        assert!(last.now_or_never().is_some());
+        let state = limit.lock();
+        assert_eq!((state.in_flight, state.waiters.len()), (1, 0));
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod host_limit;
 mod http;
 mod retry;
 mod runtime;
+mod start_order;
 mod store;
 mod stream;
 
@@ -21,6 +22,7 @@ use tokio::sync::{Notify, Semaphore};
 pub use buffers::BufferPool;
 pub use failure::{Failure, FailureKind};
 pub use retry::RetryPolicy;
+use start_order::{in_order, StartOrder};
 pub use stream::StreamBuffer;
 
 /// Where items come from, with that source's options (as the Python side gives them).
@@ -57,6 +59,7 @@ struct Inner {
     limit: Semaphore,
     counters: Arc<Counters>,
     buffers: Arc<BufferPool>,
+    order: Arc<StartOrder>,
 }
 
 /// A source opened for reading: its client (connection pool) and the limit on
@@ -98,6 +101,7 @@ impl Reader {
                 limit,
                 counters,
                 buffers,
+                order: Arc::default(),
             }),
         })
     }
@@ -113,14 +117,16 @@ impl Reader {
 
     /// Start reading `locations` on the runtime now; `Pending::wait` gives each
     /// one's bytes, in order. A location is bytes: a file's path as the system
-    /// takes it (any bytes on Unix), a URL or key in UTF-8. Setting `cancel` ends the reads still running (their
-    /// connections close) and fails them as cancelled.
+    /// takes it (any bytes on Unix), a URL or key in UTF-8. Setting `cancel` ends
+    /// the reads still running (their connections close) and fails them as
+    /// cancelled. Jobs take their turns in the order they were started (`start_order`).
     pub fn start(&self, locations: Vec<Vec<u8>>, cancel: Arc<Cancel>) -> Arc<Pending> {
         let pending = Arc::new(Pending::default());
         let done = pending.clone();
         let inner = self.inner.clone();
+        let ticket = inner.order.ticket();
         runtime::get().spawn(async move {
-            let reads = inner.read_job(&locations, &cancel);
+            let reads = in_order(ticket, inner.read_job(&locations, &cancel));
             let results = match select(Box::pin(reads), Box::pin(cancel.wait())).await {
                 Either::Left((results, _)) => results,
                 Either::Right(_) => (0..locations.len())
@@ -145,8 +151,9 @@ impl Reader {
     /// not streamed: a sample of one is a read of its own.
     pub fn stream(&self, location: Vec<u8>, buffer: Arc<StreamBuffer>, cancel: Arc<Cancel>) {
         let inner = self.inner.clone();
+        let ticket = inner.order.ticket();
         runtime::get().spawn(async move {
-            let read = inner.stream_one(&location, &buffer);
+            let read = in_order(ticket, inner.stream_one(&location, &buffer));
             let outcome = match select(Box::pin(read), Box::pin(cancel.wait())).await {
                 Either::Left((outcome, _)) => outcome,
                 Either::Right(_) => Err(Failure::new(
