@@ -10,6 +10,7 @@ machine's cores with the loaders.
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -121,6 +122,33 @@ def bare_client(urls: list[str], connections: int) -> Entry:
     )
 
 
+def curl_client(urls: list[str], transfers: int) -> Entry | None:
+    """A client in C, no loader: curl with ``transfers`` at once, connections
+    opened at once (``--parallel --parallel-immediate``, curl's own way to fetch
+    many URLs); None without a curl that has them (7.68 or later)."""
+    curl = shutil.which("curl")
+    options = (
+        subprocess.run([curl, "--help", "all"], capture_output=True, text=True).stdout
+        if curl
+        else ""
+    )
+    if curl is None or "--parallel-immediate" not in options:
+        print("curl 7.68 or later is not on PATH: its rows are missing", file=sys.stderr)
+        return None
+    config = "".join(f'url = "{url}"\noutput = "/dev/null"\n' for url in urls)
+    command = [curl, "--silent", "--parallel", "--parallel-immediate", "--parallel-max",
+               str(transfers), "--write-out", "%{http_code}\\n", "--config", "-"]  # fmt: skip
+
+    def epoch() -> int:
+        done = subprocess.run(command, input=config, capture_output=True, text=True, check=True)
+        codes = done.stdout.split()
+        if codes.count("200") != len(urls):  # a rate is only for every item read
+            raise RuntimeError(f"curl: {len(urls)} URLs, replies {sorted(set(codes))}")
+        return len(urls)
+
+    return Entry(f"curl --parallel, {transfers} transfers, no loader", epoch, 0)
+
+
 def reference_reads(entry: Entry) -> Entry:
     """``entry`` with the rust backend's native reads turned off: the reference's."""
     epoch = entry.epoch
@@ -175,7 +203,7 @@ def http(s: Any) -> Table:
             entries.append(reference_reads(ours(HttpDataset(urls), "rust", 2,
                 "HttpDataset, reference reads", max_concurrency=CONCURRENCY,
                 prefetch_factor=4)))  # fmt: skip
-        entries.append(bare_client(urls, CONCURRENCY))
+        entries += [bare_client(urls, CONCURRENCY), curl_client(urls, CONCURRENCY)]
         # One at a time per worker: 50 items/s each, so fewer objects keep epochs short.
         slow = UrlGet(urls[: max(64, objects // 10)])
         entries += _peer_rows(slow, [2, 16], "urllib in __getitem__")
@@ -318,6 +346,10 @@ def other_servers(s: Any) -> list[Table]:
                 reference = ours(HttpDataset(urls), "rust", 2, "reference", **kw)
                 entries.append(reference_reads(reference))
             entries.append(ours(HttpDataset(urls), "threads", 2, "reference", **kw))
+            # 10d only: curl retries 10e's 503s a second later at the soonest, and its
+            # 64 connects at once wait out 10f's dropped SYNs (27/s).
+            if options == ("--close",):
+                entries.append(curl_client(urls, CONCURRENCY))
             slow = UrlGetRetrying(urls[: max(64, objects // 4)])
             entries += [e for e in _peer_rows(slow, [8], "urllib in __getitem__")[:1] if e]
             title = (
