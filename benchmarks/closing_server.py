@@ -1,28 +1,38 @@
-"""Workload 10d's server: HTTP/1.0, one request per connection, each reply
-``--latency`` seconds after its request arrived, serving ``/{index}`` objects
-as the loopback server generates them. Prints its URL.
+"""Workload 10d's server (and ``http_closing.py``'s): HTTP/1.0, one request
+per connection, each reply ``--latency`` seconds (give or take up to
+``--spread``, uniformly) after its request arrived, serving ``/{index}``
+objects as the loopback server generates them. Prints its URL.
 
 Written on epoll directly rather than on asyncio, as a production server's
 event loop is: the loopback server (``dataloader_api.io.loopback --close``)
-spends about 0.36 ms of one Python thread per connection (a Task per accept,
-eight callbacks), so near 3,200 connections/s it is the bound, for curl as for
-us (see benchmarks/README.md, "Workload 10d beside curl"). Here a connection is
-an accept, a read, a timer in a FIFO (every reply is equally late) and a send.
+spends about 0.35 ms of one Python thread per connection (a Task per accept,
+eight callbacks), so near 3,200 connections/s it is the bound, for curl as
+for us (see benchmarks/README.md, "Workload 10d taken apart"). Here a connection
+is an accept, a read, a timer in a heap and a send.
+
+The spread: replies that all take exactly 20 ms keep 64 transfers in lockstep,
+so a client with one thread (curl, an asyncio loop) meets 64 replies at once
+and connects again late; a spread of 1 ms either way breaks up the convoy and
+leaves the mean, and so the latency-bound ideal, as it is.
+
 With ``--processes N``, N processes accept on one listening socket, as nginx's
 or gunicorn's workers do; the others exit when the first does.
 
-    python benchmarks/closing_server.py --objects N --size BYTES --latency SECONDS
+    python benchmarks/closing_server.py --objects N --size BYTES --latency SECONDS \
+        [--spread SECONDS] [--processes N]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
+import itertools
 import os
+import random
 import select
 import socket
 import time
-from collections import deque
 
 from dataloader_api.io.loopback import generated_object
 
@@ -35,8 +45,8 @@ _HEAD = (
 class ClosingServer:
     """Serves ``objects`` generated objects of ``size`` bytes on ``url``."""
 
-    def __init__(self, objects: int, size: int, latency: float) -> None:
-        self.objects, self.latency = objects, latency
+    def __init__(self, objects: int, size: int, latency: float, spread: float = 0.0) -> None:
+        self.objects, self.latency, self.spread = objects, latency, spread
         self._tail = generated_object(0, size)[8:]
         self._ok = _HEAD.format(code=200, reason="OK", length=size).encode()
         missing = b"no such object\n"
@@ -52,12 +62,16 @@ class ClosingServer:
         self._reading: dict[int, tuple[socket.socket, bytes]] = {}
         self._writing: dict[int, tuple[socket.socket, memoryview]] = {}
         #: (when, connection, reply): appended in arrival order, so due in order
-        self._due: deque[tuple[float, socket.socket, list[bytes]]] = deque()
+        #: (when, arrival, connection, reply): a heap, the next reply first
+        self._due: list[tuple[float, int, socket.socket, list[bytes]]] = []
+        self._arrivals = itertools.count()
+        self._random = random.Random()
 
     def serve_forever(self, parent: int | None = None) -> None:
         """Serve until killed or, given ``parent`` (a pipe's read end), until the
         process holding its write end exits."""
         self._poll = select.epoll()
+        self._random.seed(os.getpid())  # each process its own spread
         # EPOLLEXCLUSIVE: a connection wakes one of the processes, not all.
         self._poll.register(self._listener, select.EPOLLIN | select.EPOLLEXCLUSIVE)
         if parent is not None:
@@ -74,7 +88,7 @@ class ClosingServer:
                     self._write(fd)
             now = time.monotonic()
             while self._due and self._due[0][0] <= now:
-                _, connection, reply = self._due.popleft()
+                _, _, connection, reply = heapq.heappop(self._due)
                 self._send(connection, reply)
 
     def _wait(self) -> list[tuple[int, int]]:
@@ -124,7 +138,10 @@ class ClosingServer:
             reply = [self._ok, index.to_bytes(8, "little"), self._tail]
         else:
             reply = [self._missing]
-        self._due.append((time.monotonic() + self.latency, connection, reply))
+        late = self.latency + self._random.uniform(-self.spread, self.spread)
+        heapq.heappush(
+            self._due, (time.monotonic() + late, next(self._arrivals), connection, reply)
+        )
 
     def _send(self, connection: socket.socket, reply: list[bytes]) -> None:
         try:
@@ -163,12 +180,16 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=1000)
     parser.add_argument("--size", type=int, default=100 * 1024)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--spread", type=float, default=0.0, help="+- on each latency")
     parser.add_argument("--processes", type=int, default=1, help="accepting on one socket")
     args = parser.parse_args()
     if args.processes < 1:
         parser.error(f"--processes must be at least 1, not {args.processes!r}")
-    server = ClosingServer(args.objects, args.size, args.latency)
-    print(server.url, flush=True)
+    if not 0 <= args.spread <= args.latency:
+        parser.error(
+            f"--spread must be from 0 to --latency ({args.latency!r}), not {args.spread!r}"
+        )
+    server = ClosingServer(args.objects, args.size, args.latency, args.spread)
     parent, alive = os.pipe()  # its read end sees EOF when this process exits
     for _ in range(args.processes - 1):
         if os.fork() == 0:
@@ -178,6 +199,7 @@ def main() -> None:
             finally:
                 os._exit(0)
     os.close(parent)
+    print(server.url, flush=True)  # once every process is there to accept
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
 

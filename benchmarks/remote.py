@@ -319,13 +319,8 @@ def _with_cpu(entry: Entry, server: int, into: list[float]) -> Entry:
 
 
 # (what the server does, its command-line options or script, objects at scale 1)
-CLOSING = str(Path(__file__).with_name("closing_server.py"))
 SERVERS = [
-    (
-        "a server that closes every connection (HTTP/1.0, 2 processes)",
-        (CLOSING, "--processes", "2"),
-        4_000,
-    ),
+    ("a server that closes every connection (HTTP/1.0)", ("--close",), 4_000),
     ("a server answering 2 % of requests 503", ("--fault-rate", "0.02"), 4_000),
     (
         "Python's http.server (HTTP/1.0, listen backlog 5)",
@@ -353,7 +348,7 @@ def other_servers(s: Any) -> list[Table]:
             entries.append(ours(HttpDataset(urls), "threads", 2, "reference", **kw))
             # 10d only: curl retries 10e's 503s a second later at the soonest, and its
             # 64 connects at once wait out 10f's dropped SYNs (27/s).
-            if options[0] == CLOSING:
+            if options == ("--close",):
                 entries.append(curl_client(urls, CONCURRENCY))
             slow = UrlGetRetrying(urls[: max(64, objects // 4)])
             entries += [e for e in _peer_rows(slow, [8], "urllib in __getitem__")[:1] if e]
