@@ -264,7 +264,7 @@ def files(s: Any) -> list[Table]:
         return [warm, cold]
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` (all its threads)."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
@@ -307,11 +307,11 @@ def _with_cpu(entry: Entry, server: int, into: list[float]) -> Entry:
     epoch = entry.epoch
 
     def measured() -> int:
-        ours_before, server_before = time.process_time(), _cpu_seconds(server)
+        ours_before, server_before = time.process_time(), cpu_seconds(server)
         start = time.perf_counter()
         items = epoch()
         wall = time.perf_counter() - start
-        used = time.process_time() - ours_before + _cpu_seconds(server) - server_before
+        used = time.process_time() - ours_before + cpu_seconds(server) - server_before
         into.append(used / wall / 2)
         return items
 
@@ -319,8 +319,13 @@ def _with_cpu(entry: Entry, server: int, into: list[float]) -> Entry:
 
 
 # (what the server does, its command-line options or script, objects at scale 1)
+CLOSING = str(Path(__file__).with_name("closing_server.py"))
 SERVERS = [
-    ("a server that closes every connection (HTTP/1.0)", ("--close",), 4_000),
+    (
+        "a server that closes every connection (HTTP/1.0; epoll, 2 processes, 20 ± 1 ms)",
+        (CLOSING, "--processes", "2", "--spread", "0.001"),
+        4_000,
+    ),
     ("a server answering 2 % of requests 503", ("--fault-rate", "0.02"), 4_000),
     (
         "Python's http.server (HTTP/1.0, listen backlog 5)",
@@ -348,7 +353,7 @@ def other_servers(s: Any) -> list[Table]:
             entries.append(ours(HttpDataset(urls), "threads", 2, "reference", **kw))
             # 10d only: curl retries 10e's 503s a second later at the soonest, and its
             # 64 connects at once wait out 10f's dropped SYNs (27/s).
-            if options == ("--close",):
+            if options[0] == CLOSING:
                 entries.append(curl_client(urls, CONCURRENCY))
             slow = UrlGetRetrying(urls[: max(64, objects // 4)])
             entries += [e for e in _peer_rows(slow, [8], "urllib in __getitem__")[:1] if e]
