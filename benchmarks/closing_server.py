@@ -61,7 +61,6 @@ class ClosingServer:
         #: connections by descriptor: reading their request, or writing what is left
         self._reading: dict[int, tuple[socket.socket, bytes]] = {}
         self._writing: dict[int, tuple[socket.socket, memoryview]] = {}
-        #: (when, connection, reply): appended in arrival order, so due in order
         #: (when, arrival, connection, reply): a heap, the next reply first
         self._due: list[tuple[float, int, socket.socket, list[bytes]]] = []
         self._arrivals = itertools.count()
