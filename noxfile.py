@@ -319,6 +319,7 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_torch_global_rng.py",
         "tests/test_third_party_datasets.py",
         "tests/test_worker_copies.py",
+        "tests/test_worker_copies_wrappers.py",
         "tests/test_iterator_shapes.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",

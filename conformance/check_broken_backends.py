@@ -60,6 +60,7 @@ BROKEN = {
     "broken-thread-end": ["test_a_worker_threads_end_never_crashes"],
     "broken-closed": ["test_a_closed_pool_raises_the_contracts_error"],
     "broken-copies": ["test_each_worker_calls_its_own_copy"],
+    "broken-outer-copies": ["test_every_dataset_inside_a_wrapper_is_per_worker"],
     "broken-started": ["test_fetch_receives_what_the_loader_started"],
     "broken-shards": ["test_remote_shards_give_tarfiles_samples"],
 }

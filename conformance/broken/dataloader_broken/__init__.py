@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from dataloader_api._worker_info import set_worker_info
 from dataloader_api.contract import (
     BatchJob,
     BatchStream,
@@ -180,20 +179,6 @@ class _AttachPool(_Wrapped):
             return value
 
         return super().map_batches(replace(work, fetch=fetch_on_new_thread), stream)
-
-
-class _CopiesPool(_Wrapped):
-    """Its threads run PoolSpec.thread_init, then forget the WorkerInfo it
-    installed: jobs run as no worker, so no worker's copy of the dataset is called."""
-
-    def __init__(self, spec: PoolSpec) -> None:
-        init = spec.thread_init
-
-        def init_then_forget(worker_id: int) -> None:
-            init(worker_id)
-            set_worker_info(None)
-
-        super().__init__(replace(spec, thread_init=init_then_forget))
 
 
 class _IterablePool(_Wrapped):
@@ -402,7 +387,6 @@ BrokenStall = _backend("broken-stall", _StallPool)
 BrokenExit = _backend("broken-exit", _ExitPool)
 BrokenImages = _backend("broken-images", _ImagesPool)
 BrokenStack = _backend("broken-stack", _StackPool)
-BrokenCopies = _backend("broken-copies", _CopiesPool)
 BrokenThreadEnd = _backend("broken-thread-end", _ThreadEndPool)
 BrokenPlan = _backend("broken-plan", _PlanPool)
 BrokenClosed = _backend("broken-closed", _ClosedPool)
