@@ -54,7 +54,8 @@ def python_thread_stack_size() -> int:
     when the user set one, else the platform's default for new threads (on Linux,
     RLIMIT_STACK's soft limit, ``UNLIMITED_STACK_SIZE`` when unlimited); never less
     than ``MIN_STACK_SIZE``."""
-    chosen = threading.stack_size()
+    chosen = threading.stack_size()  # with no argument it also sets 0: put it back
+    threading.stack_size(chosen)
     if not chosen:
         try:
             import resource

@@ -33,7 +33,7 @@ from ._exit import (
 )
 from ._iter_stream import IterableStream
 from ._map_stream import BatchWindow, MapStream, PythonWindow
-from ._thread_pool import ThreadPool
+from ._thread_pool import ThreadPool, start_threads
 
 __all__ = [
     "ATTACH_MODES",
@@ -57,5 +57,6 @@ __all__ = [
     "pool_closed",
     "register_pool",
     "run_job",
+    "start_threads",
     "wait_out_interpreter_exit",
 ]

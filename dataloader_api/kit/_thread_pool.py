@@ -20,7 +20,7 @@ from ._exit import pool_closed, register_pool
 from ._iter_stream import IterableStream
 from ._map_stream import MapStream
 
-__all__ = ["ThreadPool"]
+__all__ = ["ThreadPool", "start_threads"]
 
 # An idle worker wakes this often. On free-threaded builds an object made on a
 # worker (an exception it raised, say) and dropped by the consumer is freed by
@@ -87,6 +87,24 @@ class _InitBarrier:
                 self._cond.wait()
 
 
+# threading.stack_size() is one setting of the process: two pools starting at once
+# must not give each other's threads, or the user, the wrong size back.
+_STACK_SIZE_LOCK = threading.Lock()
+
+
+def start_threads(threads: list[threading.Thread], stack_size: int) -> None:
+    """Starts ``threads`` with ``stack_size`` bytes of stack each (``PoolSpec.stack_size``:
+    glibc's 2 MiB fallback under ``ulimit -s unlimited`` is too small for NumPy's LU),
+    then gives ``threading.stack_size()`` back its value."""
+    with _STACK_SIZE_LOCK:
+        previous = threading.stack_size(stack_size)
+        try:
+            for thread in threads:
+                thread.start()
+        finally:
+            threading.stack_size(previous)
+
+
 class ThreadPool:
     """``num_threads`` daemon threads taking tasks from one queue."""
 
@@ -103,8 +121,7 @@ class ThreadPool:
             )
             for worker_id in range(spec.num_threads)
         ]
-        for thread in self._threads:
-            thread.start()
+        start_threads(self._threads, spec.stack_size)
         register_pool(self)
         ready.wait()
         if ready.error is not None:

@@ -25,6 +25,7 @@ from dataloader_api.kit import (
     PoolClosedError,
     pool_closed,
     register_pool,
+    start_threads,
 )
 
 IDLE_WAKE = 0.2  # seconds an idle pool thread sleeps between wake-ups
@@ -88,8 +89,7 @@ class MinimalPool:
             )
             for i in range(spec.num_threads)
         ]
-        for thread in self._threads:
-            thread.start()
+        start_threads(self._threads, spec.stack_size)  # the pool's stack, not glibc's fallback
         register_pool(self)  # closed at interpreter exit, without waiting
         started.wait()
         if init_errors:
