@@ -21,6 +21,7 @@ from ._calling_thread import calling_thread_batches
 from ._distributed import warn_if_unsharded
 from ._epoch_work import MapEpochWork, item_source, iterable_epoch_streams, map_epoch_work
 from ._errors import DataLoaderTimeoutError
+from ._global_rngs import rearm_warnings
 from ._iterator import LengthCheckedIterator, LoaderIterator
 from ._options import LoaderOptions
 from ._pinning import pin_function
@@ -50,6 +51,7 @@ __all__ = ["epoch_length", "start_epoch"]
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
     install_present(None)  # torch's, if torch was imported after the loader was built
+    rearm_warnings()  # a worker that seeds a global generator is warned in each epoch
     warn_if_unsharded(
         options.sampling.distributed, options.sampling.sampler, options.sampling.batch_sampler
     )

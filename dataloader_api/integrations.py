@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._frameworks import LIGHTNING_CONNECTORS, hook_accelerate, hook_lightning
-from ._torch_global_rng import watch_torch_global_rng
+from ._global_rngs import watch_numpy_global_rng, watch_random, watch_torch_global_rng
 from ._torch_worker_info import patch_torch_worker_info
 
 __all__ = ["ENV_VAR", "available", "disable", "install_present", "installed"]
@@ -45,6 +45,16 @@ def _torch_global_rng(module: str, loader_class: type | None) -> bool:
     return True
 
 
+def _random_global_rng(module: str, loader_class: type | None) -> bool:
+    watch_random()
+    return True
+
+
+def _numpy_global_rng(module: str, loader_class: type | None) -> bool:
+    watch_numpy_global_rng()
+    return True
+
+
 def _lightning(module: str, loader_class: type | None) -> bool:
     assert loader_class is not None
     hook_lightning(sys.modules[module], loader_class)
@@ -66,10 +76,22 @@ _INTEGRATIONS = {
         _torch_worker_info,
     ),
     "torch_global_rng": _Integration(
-        "torch.manual_seed / seed / set_rng_state called on a worker thread warn once: "
-        "the one global generator is shared by the threads",
+        "torch.manual_seed / seed / set_rng_state called on a worker thread warn once "
+        "per epoch: the one global generator is shared by the threads",
         ("torch",),
         _torch_global_rng,
+    ),
+    "random_global_rng": _Integration(
+        "random.seed / setstate called on a worker thread warn once per epoch: the "
+        "random module's one generator is shared by the threads",
+        ("random",),
+        _random_global_rng,
+    ),
+    "numpy_global_rng": _Integration(
+        "numpy.random.seed / set_state called on a worker thread warn once per epoch: "
+        "NumPy's one global RandomState is shared by the threads",
+        ("numpy.random",),
+        _numpy_global_rng,
     ),
     "lightning": _Integration(
         "Lightning's DDP rebuilds our loader with distributed=True, as it rebuilds "

@@ -1,6 +1,6 @@
 """torch's global generator from worker threads (torch session): one per process,
-so a dataset that reseeds or restores it on a worker thread is warned, once, with
-the consequence and the fixes; torch.thread_safe_generator() is each worker's own."""
+so a dataset that reseeds or restores it on a worker thread is warned, once per
+epoch, with the consequence and the fixes; torch.thread_safe_generator() is each worker's own."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed; run `nox -s torch_parity`")
 
-import dataloader_api._torch_global_rng as global_rng  # noqa: E402
+import dataloader_api._global_rngs as global_rng  # noqa: E402
 from dataloader_api import DataLoader, get_worker_info  # noqa: E402
 
 BACKENDS = [n for n in __import__("dataloader_api").backends() if not n.startswith("broken-")]
 
 
 @pytest.fixture
-def fresh_warning(monkeypatch):
-    """The warning is once per process: each test sees its first time."""
-    monkeypatch.setattr(global_rng, "_warned", False)
+def fresh_warning():
+    """The warning is once per epoch: each test sees its first time."""
+    global_rng.rearm_warnings()
 
 
 class Reseeds:
@@ -77,6 +77,19 @@ def test_torchvision_fake_data_is_warned(fresh_warning):
         DataLoader(fake, batch_size=2, num_workers=2, collate_fn=lambda batch: batch)
     )
     assert len(messages) == 1 and messages[0].startswith("torch.manual_seed() was called")
+
+
+def test_fake_data_warns_every_loader_under_the_default_filter():
+    """Not once per process: each loader that reseeds is told, whatever the warning
+    registry of the user's module remembers."""
+    datasets = pytest.importorskip("torchvision.datasets")
+    fake = datasets.FakeData(size=8, image_size=(3, 4, 4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(2):
+            for _ in DataLoader(fake, batch_size=2, num_workers=2, collate_fn=list):
+                pass
+    assert sum("global generator" in str(w.message) for w in caught) == 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
