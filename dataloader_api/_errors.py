@@ -11,10 +11,11 @@ class DataLoaderTimeoutError(RuntimeError, TimeoutError):
 
 
 _LMDB_NOTE = (
-    "dataloader_api: LMDB allows one open environment per process, and this loader's "
-    "workers are threads of one process (each calls its own copy of the dataset): open "
-    "the environment once, in __init__, and begin a read transaction per worker lazily "
-    "(see the user guide's Thread safety)"
+    "dataloader_api: LMDB allows one open environment per path and process, and this "
+    "loader's workers are threads of one process: lmdb.open on a worker thread shares "
+    "one, if lmdb was imported before the epoch started and every open of the path has "
+    "the same arguments; or open the environment once, in __init__, and begin a read "
+    "transaction per worker lazily (see the user guide's Thread safety)"
 )
 
 

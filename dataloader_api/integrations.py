@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ._frameworks import LIGHTNING_CONNECTORS, hook_accelerate, hook_lightning
 from ._global_rngs import watch_numpy_global_rng, watch_random, watch_torch_global_rng
+from ._lmdb_envs import share_lmdb_environments
 from ._torch_worker_info import patch_torch_worker_info
 
 __all__ = ["ENV_VAR", "available", "disable", "install_present", "installed"]
@@ -52,6 +53,11 @@ def _random_global_rng(module: str, loader_class: type | None) -> bool:
 
 def _numpy_global_rng(module: str, loader_class: type | None) -> bool:
     watch_numpy_global_rng()
+    return True
+
+
+def _lmdb_shared_env(module: str, loader_class: type | None) -> bool:
+    share_lmdb_environments()
     return True
 
 
@@ -92,6 +98,12 @@ _INTEGRATIONS = {
         "NumPy's one global RandomState is shared by the threads",
         ("numpy.random",),
         _numpy_global_rng,
+    ),
+    "lmdb_shared_env": _Integration(
+        "lmdb.open on a worker thread shares one environment per path and process (LMDB "
+        "refuses a second), so datasets that open it lazily per worker work unchanged",
+        ("lmdb",),
+        _lmdb_shared_env,
     ),
     "lightning": _Integration(
         "Lightning's DDP rebuilds our loader with distributed=True, as it rebuilds "

@@ -1,0 +1,122 @@
+"""``lmdb.open`` on a worker thread shares one environment per path and process.
+
+LMDB allows one open environment per path in a process; py-lmdb refuses a
+second (``lmdb.Error: ... already open in this process``). Datasets written
+for torch's worker processes open it lazily on ``self``, once per worker: in
+one process of threads, the second worker's open fails. So on our worker
+threads ``lmdb.open`` returns a handle on the one environment of that path,
+opened by the first worker that asked; each copy of the dataset holds its
+own handle, and transactions stay per worker (py-lmdb opens every environment
+with ``MDB_NOTLS``). ``close()`` on a handle closes that handle only; the
+environment closes when the last handle is closed or collected.
+
+Opens on other threads are LMDB's own, and an open with other arguments than
+the shared environment's is LMDB's too (its error, with the note that names
+the recipe). Only ``lmdb.open`` is wrapped, not ``lmdb.Environment``, whose
+name stays the class for ``isinstance``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ._worker_info import get_worker_info
+
+__all__ = ["SharedEnvironment", "share_lmdb_environments"]
+
+# Reentrant: a handle collected while this thread holds it (a garbage collection
+# inside an open) takes it again in __del__.
+_lock = threading.RLock()
+# realpath -> (the environment, the arguments it was opened with, open handles)
+_shared: dict[str, tuple[weakref.ref[Any], tuple[Any, ...], list[int]]] = {}
+
+
+class SharedEnvironment:
+    """A worker copy's handle on an environment that its path's workers share:
+    everything but ``close`` (and ``with``) goes to the environment."""
+
+    __slots__ = ("__weakref__", "_count", "_environment", "_key")
+
+    def __init__(self, environment: Any, key: str, count: list[int]) -> None:
+        self._environment: Any = environment
+        self._key = key
+        self._count = count
+        count[0] += 1
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # the slots before __init__ set them, and dunders
+            raise AttributeError(name)
+        environment = self._environment
+        if environment is None:
+            import lmdb
+
+            raise lmdb.Error(f"this handle on the LMDB environment {self._key!r} is closed")
+        return getattr(environment, name)
+
+    def close(self) -> None:
+        """Closes this handle; the environment once no other handle is open."""
+        environment, self._environment = self._environment, None
+        if environment is None:
+            return
+        with _lock:
+            self._count[0] -= 1
+            last = self._count[0] == 0
+            if last and self._key in _shared and _shared[self._key][2] is self._count:
+                del _shared[self._key]
+        if last:
+            environment.close()
+
+    def __enter__(self) -> SharedEnvironment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if self._environment is not None:
+            with _lock:
+                self._count[0] -= 1
+
+    def __repr__(self) -> str:
+        return f"<SharedEnvironment of {self._environment!r} at {self._key!r}>"
+
+
+def _key(path: Any) -> str:
+    return os.path.realpath(os.fsdecode(path))
+
+
+def _shared_open(original: Callable[..., Any]) -> Callable[..., Any]:
+    def open_shared_on_worker_threads(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if get_worker_info() is None:
+            return original(path, *args, **kwargs)
+        key, arguments = _key(path), (args, sorted(kwargs.items()))
+        with _lock:
+            held = _shared.get(key)
+            environment = held[0]() if held is not None else None
+            if environment is not None and held is not None:
+                if held[1] != arguments:
+                    return original(path, *args, **kwargs)  # LMDB's error, with the note
+                return SharedEnvironment(environment, key, held[2])
+            environment = original(path, *args, **kwargs)
+            count = [0]
+            _shared[key] = (weakref.ref(environment), arguments, count)
+            return SharedEnvironment(environment, key, count)
+
+    open_shared_on_worker_threads.__wrapped__ = original  # type: ignore[attr-defined]
+    open_shared_on_worker_threads.__doc__ = original.__doc__
+    return open_shared_on_worker_threads
+
+
+def share_lmdb_environments() -> None:
+    """Wraps ``lmdb.open``, once, if lmdb is imported."""
+    lmdb: Any = sys.modules.get("lmdb")
+    if lmdb is None or hasattr(lmdb.open, "__wrapped__"):
+        return
+    with _lock:
+        if not hasattr(lmdb.open, "__wrapped__"):
+            lmdb.open = _shared_open(lmdb.open)
