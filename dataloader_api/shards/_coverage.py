@@ -85,7 +85,7 @@ def check_coverage(
                              "tools/wds2idx.py)") from None  # fmt: skip
     if end is None:
         return False
-    samples = group_members(index, list(members))
+    samples = group_members(index, members)
     where = "inside its end-of-archive block" if end else "without its end-of-archive block"
     problem = truncated_message(where, samples)
     if not allow_truncated:

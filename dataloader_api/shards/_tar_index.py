@@ -19,6 +19,7 @@ import os
 import re
 import tarfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -137,7 +138,7 @@ def truncated_message(where: str, samples: tuple[Sample, ...]) -> str:
             f"later samples are missing; {last}")  # fmt: skip
 
 
-def group_members(shard: str, members: list[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
+def group_members(shard: str, members: Sequence[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
     samples: list[Sample] = []
     key: str | None = None
     fields: list[tuple[str, int, int]] = []
