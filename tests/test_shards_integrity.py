@@ -342,3 +342,24 @@ def test_a_batch_whose_first_item_lacks_a_key_is_an_error(backend, workers):
     loader = DataLoader(Items(items), batch_size=3, num_workers=workers, backend=backend)
     with pytest.raises(KeyError, match=r"batch\[1\] has \['cls'\]"):
         list(loader)
+
+
+# d. a kept index is used only for the bytes it was made from
+
+
+def test_a_kept_index_is_not_used_for_a_local_shard_of_the_same_size(tmp_path):
+    """Size and modification time (already so before issue 43): a shard rewritten
+    with other samples in as many bytes is indexed again, not read by the old index."""
+    make_shards(tmp_path, 1, 5)
+    path = tmp_path / "train-000.tar"
+    first = TarShards(str(path), decoders={"cls": "int"})
+    assert [first[i]["cls"] for i in range(5)] == [0, 1, 2, 3, 4]
+    size, stamp = path.stat().st_size, path.stat().st_mtime_ns
+    members = [m for key in range(7, 12) for m in sample_members(key)]  # other sizes within
+    write_shard(path, members)
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
+    assert path.stat().st_size == size  # each member still fits its 512-byte block
+    again = TarShards(str(path), decoders={"cls": "int"})
+    assert [again[i]["cls"] for i in range(5)] == [7, 8, 9, 10, 11]
+    with pytest.raises(ShardError, match="changed since it was indexed"):
+        first[0]  # the first dataset's index is for the old bytes
