@@ -101,6 +101,8 @@ def test_a_kept_index_of_a_truncated_shard_is_used_only_when_allowed(tmp_path):
         assert len(TarShards(str(path), allow_truncated=True)) == 2  # kept in the cache
     with pytest.raises(ShardError, match="without its end-of-archive block"):
         TarShards(str(path))
+    with pytest.warns(RuntimeWarning, match="read as it is"):  # from the cache, said again
+        assert len(TarShards(str(path), allow_truncated=True)) == 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -126,11 +128,18 @@ def test_a_companion_index_of_a_cut_tar_is_an_error(tmp_path, remote):
     if not remote:
         with pytest.raises(ShardError, match="without its end-of-archive block"):
             TarShards(str(path), index_cache=False)
+        with pytest.warns(RuntimeWarning, match="read as it is"):
+            dataset = TarShards(str(path), index_cache=False, allow_truncated=True)
+        assert dataset._indexes[0].from_companion and len(dataset) == 3
         return
     objects = {f"/d/{p.name}": p.read_bytes() for p in (path, path.with_suffix(".idx"))}
-    truncated = pytest.raises(ShardError, match="without its end-of-archive block")
-    with LoopbackServer(objects) as server, truncated:
-        TarShards(server.url + "/d/train-000.tar", index_cache=False)
+    with LoopbackServer(objects) as server:
+        url = server.url + "/d/train-000.tar"
+        with pytest.raises(ShardError, match="without its end-of-archive block"):
+            TarShards(url, index_cache=False)
+        with pytest.warns(RuntimeWarning, match="read as it is"):
+            dataset = TarShards(url, index_cache=False, allow_truncated=True)
+        assert dataset._indexes[0].from_companion and len(dataset) == 3
 
 
 @pytest.mark.parametrize(

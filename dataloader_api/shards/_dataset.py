@@ -20,7 +20,7 @@ from ._local_files import ShardFiles
 from ._pattern import ShardsArg
 from ._remote_index import RemoteCompanions
 from ._streamed import StreamedShards
-from ._tar_index import ShardError, ShardIndex, scan_shard
+from ._tar_index import ShardError, ShardIndex, scan_shard, warn_truncated
 
 __all__ = ["TarShards"]
 
@@ -121,6 +121,9 @@ class TarShards(Dataset[dict[str, Any]]):
             self._indexed(s, name) for s, name in enumerate(names)
         )
         self._companions = None  # what indexing needed: not kept, not pickled
+        for index in self._indexes:
+            if index.truncated:  # allow_truncated=True: from headers, a companion or the cache
+                warn_truncated(index)
         check_fields(self._indexes, self.optional_fields)
         self._streams = self._remote
         if local_reads == "shard" and self._remote is None:

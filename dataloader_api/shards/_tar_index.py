@@ -31,6 +31,8 @@ __all__ = [
     "scan_shard",
     "scan_tar",
     "split_name",
+    "truncated_message",
+    "warn_truncated",
 ]
 
 _BLOCK = 512
@@ -102,7 +104,7 @@ def _check_end(
 ) -> bool:
     """tarfile stops quietly at a bad header past the first, and at the file's end
     where a header would start: the archive must end with a zero block there.
-    Whether it is cut short (allowed by ``allow``: it warns)."""
+    Whether it is cut short (allowed by ``allow``: ``warn_truncated`` says so)."""
     block = b""
     if offset < size:
         file.seek(offset)
@@ -120,9 +122,14 @@ def _check_end(
     if not allow:
         raise ShardError(shard, offset, f"{problem}; pass allow_truncated=True to read the "
                          f"{len(samples)} samples there as they are")  # fmt: skip
-    warnings.warn(f"TarShards: tar shard {shard!r} at offset {offset}: {problem}; read as it "
-                  "is (allow_truncated=True)", RuntimeWarning, stacklevel=2)  # fmt: skip
     return True
+
+
+def warn_truncated(index: ShardIndex) -> None:
+    """Say that ``index``'s shard, cut short, is read as it is (``allow_truncated``)."""
+    problem = truncated_message("without its whole end-of-archive block", index.samples)
+    warnings.warn(f"TarShards: tar shard {index.shard!r} ({index.size} bytes): {problem}; "
+                  "read as it is (allow_truncated=True)", RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
 def truncated_message(where: str, samples: tuple[Sample, ...]) -> str:
