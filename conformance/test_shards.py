@@ -1,8 +1,9 @@
 """Property 15: remote tar shards give, on the backend, the samples Python's
 ``tarfile`` reads from the same shards.
 
-Hypothesis draws shards (samples with fields of random sizes, empty ones
-included), the offset at which the server cuts each shard's first reply (a
+Hypothesis draws shards (samples of one to three fields, declared
+``optional_fields`` and so None where a sample lacks one, of random sizes,
+empty ones included), the offset at which the server cuts each shard's first reply (a
 read that must resume where it stopped), batch size, shuffling and 1 to 3
 workers. ``TarShards`` over the loopback server, with its indexes from the
 cache so that the epoch streams every shard, gives each batch the samples
@@ -56,6 +57,9 @@ def tarfile_samples(objects: dict[str, bytes], url: str) -> list[dict[str, Any]]
                 if not found or found[-1]["__key__"] != key or found[-1]["__url__"] != url + path:
                     found.append({"__key__": key, "__url__": url + path})
                 found[-1][extension] = tar.extractfile(member).read()  # type: ignore[union-attr]
+    for sample in found:  # a field some samples lack: optional, None where it is missing
+        for extension in EXTENSIONS:
+            sample.setdefault(extension, None)
     return found
 
 
@@ -71,11 +75,12 @@ def test_remote_shards_give_tarfiles_samples(backend, drawn, cuts, batch_size, s
     retry = RetryPolicy(max_retries=3, backoff=0.001)
     with tempfile.TemporaryDirectory() as cache, LoopbackServer(objects) as server:
         urls = [server.url + path for path in objects]
-        TarShards(HttpDataset(urls, retry=retry), index_cache=cache)  # indexes the shards
+        optional = {"optional_fields": EXTENSIONS}  # samples have 1 to 3 of them
+        TarShards(HttpDataset(urls, retry=retry), index_cache=cache, **optional)  # indexes
         for path, cut in zip(objects, cuts, strict=False):
             server.fail(path, Reset(after=int(cut * len(objects[path]))))
         # Indexes from the cache: nothing is in memory, every shard streams.
-        dataset = TarShards(HttpDataset(urls, retry=retry), index_cache=cache)
+        dataset = TarShards(HttpDataset(urls, retry=retry), index_cache=cache, **optional)
         expected = tarfile_samples(objects, server.url)
         order = DataLoader(range(len(expected)), batch_size=batch_size, shuffle=shuffle, seed=3)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, seed=3,

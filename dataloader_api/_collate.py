@@ -67,6 +67,10 @@ def default_collate(batch: Any) -> Any:
     into ``float64``, bools into ``bool``, NumPy arrays and scalars keep their
     dtype, strings and bytes stay lists, torch tensors are stacked with torch.
 
+    Unlike torch's, mappings whose keys differ within a batch raise
+    ``KeyError`` (naming the key and the position) whichever has more: torch
+    takes the first mapping's keys, so a key only later ones have is dropped.
+
     Args:
         batch: The samples of one batch, all of the same structure.
     """
@@ -94,6 +98,7 @@ def default_collate(batch: Any) -> Any:
     if isinstance(elem, str | bytes):
         return batch
     if isinstance(elem, collections.abc.Mapping):
+        _check_same_keys(batch, elem)
         return _rebuild_mapping(
             elem, {key: default_collate([d[key] for d in batch]) for key in elem}
         )
@@ -108,6 +113,34 @@ def default_collate(batch: Any) -> Any:
             return [default_collate(samples) for samples in transposed]
         return _rebuild_sequence(elem, [default_collate(samples) for samples in transposed])
     raise TypeError(_BAD_TYPE.format(type(elem)))
+
+
+class CollateKeyError(KeyError):
+    """The mappings of one batch have different keys. A ``KeyError``, as torch's
+    ``default_collate`` raises for a key of ``batch[0]`` missing in another
+    (a key only the others have, torch drops without a word)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _check_same_keys(batch: Any, elem: Any) -> None:
+    keys = elem.keys()
+    for position, other in enumerate(batch):
+        if position and (not isinstance(other, collections.abc.Mapping) or other.keys() != keys):
+            if not isinstance(other, collections.abc.Mapping):
+                raise TypeError(f"default_collate: batch[0] is a mapping but batch[{position}] "
+                                f"is a {type(other).__name__}")  # fmt: skip
+            missing = [key for key in elem if key not in other]
+            extra = [key for key in other if key not in keys]
+            said = [f"lacks {missing!r}" if missing else "", f"has {extra!r}" if extra else ""]
+            raise CollateKeyError(
+                f"default_collate: batch[{position}] {' and '.join(s for s in said if s)} "
+                f"where batch[0] has keys {list(keys)!r}: the items of one batch must have "
+                "the same keys (torch would fail on a missing one and drop an extra one "
+                "silently); give every item every key (None for a missing value, as "
+                "TarShards(optional_fields=...) does) or pass your own collate_fn"
+            )
 
 
 def default_convert(data: Any) -> Any:

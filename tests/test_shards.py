@@ -345,7 +345,9 @@ def test_indexes_are_kept_and_read_again_when_a_shard_changes(tmp_path, private_
     assert len(list(private_cache.glob("*.json"))) == 3
     scanned: list[str] = []
     real_scan = _dataset.scan_shard
-    monkeypatch.setattr(_dataset, "scan_shard", lambda s: scanned.append(s) or real_scan(s))
+    monkeypatch.setattr(
+        _dataset, "scan_shard", lambda s, *more: scanned.append(s) or real_scan(s, *more)
+    )
     again = TarShards(pattern, decoders={"cls": "int"})
     assert scanned == []  # every index came from the cache
     assert [again[i] for i in range(12)] == [first[i] for i in range(12)]

@@ -40,7 +40,7 @@ def write_dali_index(shard: Path) -> Path:
 def no_scans(monkeypatch):
     """Reading a shard's headers fails the test: the index must come from elsewhere."""
 
-    def refuse(name):
+    def refuse(name, *_):
         raise AssertionError(f"{name} was scanned")
 
     monkeypatch.setattr(dataset_module, "scan_shard", refuse)
@@ -60,7 +60,7 @@ def test_the_companion_index_is_read_instead_of_the_headers(tmp_path):
     os.utime(tmp_path / "train-000.idx")  # newer than the shard either way
     expected = [scanned[i] for i in range(len(scanned))]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dataset_module, "scan_shard", lambda name: pytest.fail(f"{name} scanned"))
+        patch.setattr(dataset_module, "scan_shard", lambda name, *_: pytest.fail(f"{name} scanned"))
         for reads in ("sample", "shard"):
             dataset = TarShards(pattern, index_cache=False, local_reads=reads)
             assert dataset.shard_sizes == (4, 4, 4)

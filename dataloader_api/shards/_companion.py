@@ -10,10 +10,11 @@ default: the shard's path up to the first dot of its file name, then
 
 An index file is not trusted blindly: one older than its shard is not used
 (with a warning); its fields must lie in the shard, in order, each past a
-header block; and the tar header before each field is checked when the field
-is read (``check_header``): a checksum that holds, the member's name and the
-indexed size. A
-wrong index raises ``ShardError``, never hands out other bytes.
+header block; it must cover its whole shard (``_coverage.check_coverage``,
+when the dataset is made); and the tar header before each field is checked
+when the field is read (``_coverage.check_header``): a checksum that holds,
+the member's name and the indexed size. A wrong index raises ``ShardError``,
+never hands out other bytes.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from __future__ import annotations
 import os
 import warnings
 
+from ._coverage import Members, check_coverage
 from ._tar_index import Sample, ShardError, ShardIndex, group_members
 
-__all__ = ["check_header", "companion_path", "parse_index", "read_companion"]
+__all__ = ["companion_path", "parse_index", "parse_members", "read_companion"]
 
 _BLOCK = 512
 
@@ -35,9 +37,11 @@ def companion_path(shard: str) -> str:
     return (shard[:dot] if dot >= 0 else shard) + ".idx"
 
 
-def read_companion(shard: str, size: int, mtime_ns: int) -> ShardIndex | None:
+def read_companion(
+    shard: str, size: int, mtime_ns: int, allow_truncated: bool = False
+) -> ShardIndex | None:
     """``shard``'s index from its companion file, or None when it has none (or a
-    stale one, which warns)."""
+    stale one, which warns); it must cover the whole shard."""
     path = companion_path(shard)
     try:
         with open(path, "rb") as file:
@@ -54,12 +58,26 @@ def read_companion(shard: str, size: int, mtime_ns: int) -> ShardIndex | None:
             stacklevel=5,
         )
         return None
-    return ShardIndex(shard, size, mtime_ns, parse_index(path, text, size), from_companion=True)
+    members = parse_members(path, text, size)
+    descriptor = os.open(shard, os.O_RDONLY)
+    try:
+        truncated = check_coverage(
+            path, shard, members, lambda at, n: os.pread(descriptor, n, at), allow_truncated
+        )
+    finally:
+        os.close(descriptor)
+    samples = group_members(path, members)
+    return ShardIndex(shard, size, mtime_ns, samples, from_companion=True, truncated=truncated)
 
 
 def parse_index(path: str, text: bytes, size: int | None) -> tuple[Sample, ...]:
     """The samples an index file names, each member checked to lie in a shard of
     ``size`` bytes (None: not known yet, the caller checks)."""
+    return group_members(path, parse_members(path, text, size))
+
+
+def parse_members(path: str, text: bytes, size: int | None) -> Members:
+    """The members an index file names: (name, header offset, data offset, size)."""
     lines = text.split(b"\n")
     header = lines[0].split()
     if len(header) != 2 or not header[1].isdigit():
@@ -97,24 +115,4 @@ def parse_index(path: str, text: bytes, size: int | None) -> tuple[Sample, ...]:
             end = data + length
             members.append((name, data - _BLOCK, data, length))
         offset += len(line) + 1
-    return group_members(path, members)
-
-
-def check_header(shard: str, block: bytes, offset: int, size: int, member: str) -> None:
-    """The tar header ``block`` before a field at ``offset`` must be ``member``'s (its
-    key and extension, compared without case) with ``size`` bytes."""
-    try:
-        recorded = int(block[148:156].split(b"\0", 1)[0].strip() or b"-1", 8)
-        stated = int(block[124:136].split(b"\0", 1)[0].strip() or b"-1", 8)
-    except ValueError:
-        recorded = stated = -1
-    checksum = sum(block[:148]) + 256 + sum(block[156:])
-    named = block[:100].split(b"\0", 1)[0]
-    prefix = block[345:500].split(b"\0", 1)[0] if block[257:263] == b"ustar\0" else b""
-    name = (prefix + b"/" + named if prefix else named).decode("utf-8", "replace").lower()
-    # a name of 100 bytes or more is cut in this header (the whole one precedes it)
-    same = name == member.lower() or (len(named) == 100 and member.lower().startswith(name))
-    if len(block) != _BLOCK or recorded != checksum or stated != size or not same:
-        raise ShardError(shard, offset - _BLOCK, f"no tar header of member {member!r} "
-                         f"({size} bytes) here: the index file does not match the shard "
-                         "(write it again)")  # fmt: skip
+    return members

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._datasets import Dataset
 from ..io._base import AsyncReadDataset
 from ..io._locations import item_index
 from . import _index_cache
-from ._companion import check_header, read_companion
+from ._arguments import cache_folder, check_bool, check_bound, remote_source, shard_names
+from ._companion import read_companion
+from ._coverage import check_header
 from ._decoders import checked_decoders
+from ._fields import check_fields, checked_optional
 from ._local_files import ShardFiles
-from ._pattern import ShardsArg, shard_list
+from ._pattern import ShardsArg
 from ._remote_index import RemoteCompanions
 from ._streamed import StreamedShards
-from ._tar_index import ShardError, ShardIndex, scan_shard
+from ._tar_index import ShardError, ShardIndex, scan_shard, warn_truncated
 
 __all__ = ["TarShards"]
 
-_REMOTE = ("http://", "https://")
 _BLOCK = 512
 
 
@@ -67,7 +68,14 @@ class TarShards(Dataset[dict[str, Any]]):
     naming it, a remote one the ``io`` dataset's ``FetchError``; a corrupt or
     cut-short shard, a field twice in a sample, or a shard changed since it
     was indexed raise ``ShardError`` naming the shard and the offset. No
-    sample is ever silently dropped.
+    sample is ever silently dropped: a shard must end with tar's
+    end-of-archive block (one cut where a member's header would start parses,
+    short of its later samples; ``allow_truncated=True`` reads such shards as
+    they are, with a warning, as webdataset and ``tarfile`` do), a companion
+    index must cover its whole shard, and a sample lacking a field that
+    other samples have is an error naming shard, key and field, when the
+    dataset is made, unless the field is in ``optional_fields`` (the item
+    then holds None for it).
     """
 
     def __init__(
@@ -79,25 +87,30 @@ class TarShards(Dataset[dict[str, Any]]):
         max_shards_in_memory: int = 8,
         max_bytes_in_memory: int | None = None,
         local_reads: str | None = None,
+        allow_truncated: bool = False,
+        optional_fields: Iterable[str] = (),
     ) -> None:
         self._decoders = checked_decoders(decoders)
-        _check_bound("max_bytes_in_memory", max_bytes_in_memory, none=True)
+        meaning = "read shards without their end-of-archive block as they are"
+        self.allow_truncated = check_bool("allow_truncated", allow_truncated, meaning)
+        self.optional_fields = checked_optional(optional_fields)
+        check_bound("max_bytes_in_memory", max_bytes_in_memory, none=True)
         if local_reads not in (None, "sample", "shard"):
             raise ValueError(
                 'local_reads should be "sample" (one read per sample, the default) or '
                 f'"shard" (each shard read whole, once), but got local_reads={local_reads!r}'
             )
-        _check_bound("max_shards_in_memory", max_shards_in_memory, none=False)
+        check_bound("max_shards_in_memory", max_shards_in_memory, none=False)
         self.max_shards_in_memory = max_shards_in_memory
         self.max_bytes_in_memory = max_bytes_in_memory
         bounds = (max_shards_in_memory, max_bytes_in_memory)
-        self._cache = _cache_folder(index_cache)
+        self._cache = cache_folder(index_cache)
         if isinstance(shards, AsyncReadDataset):
             self._remote: StreamedShards | None = StreamedShards(shards, *bounds)
             names = self._remote.names
         else:
-            names = _shard_names(shards)  # a function given as shards is called once
-            self._remote = _remote_source(names, bounds)
+            names = shard_names(shards)  # a function given as shards is called once
+            self._remote = remote_source(names, bounds)
         if self._remote is not None and local_reads == "sample":
             raise ValueError(
                 'local_reads="sample" is for local shards: remote ones are always read '
@@ -108,6 +121,10 @@ class TarShards(Dataset[dict[str, Any]]):
             self._indexed(s, name) for s, name in enumerate(names)
         )
         self._companions = None  # what indexing needed: not kept, not pickled
+        for index in self._indexes:
+            if index.truncated:  # allow_truncated=True: from headers, a companion or the cache
+                warn_truncated(index)
+        check_fields(self._indexes, self.optional_fields)
         self._streams = self._remote
         if local_reads == "shard" and self._remote is None:
             self._streams = StreamedShards(ShardFiles(self._indexes), *bounds)
@@ -135,15 +152,16 @@ class TarShards(Dataset[dict[str, Any]]):
                 status = (-1, -1)  # scan_shard says what is wrong
         if cache is not None:
             kept = _index_cache.load(cache, key, name, status)
-            if kept is not None:
-                return kept
+            if kept is not None and (self.allow_truncated or not kept.truncated):
+                return kept  # a truncated one is indexed again: that raises
         if status is not None and status[0] >= 0:
-            companion = read_companion(name, *status)
+            companion = read_companion(name, *status, self.allow_truncated)
             if companion is not None:
                 return companion
-        index = self._companions.index(shard, name) if self._companions else None
+        companions, allowed = self._companions, self.allow_truncated
+        index = companions.index(shard, name, allowed) if companions else None
         if index is None:
-            index = remote.scan(shard) if remote else scan_shard(name)
+            index = remote.scan(shard, allowed) if remote else scan_shard(name, allowed)
         if cache is not None:
             _index_cache.store(cache, key, index)
         return index
@@ -224,6 +242,8 @@ class TarShards(Dataset[dict[str, Any]]):
         for extension, field in fields:
             decoder = self._decoders.get(extension)
             item[extension] = decoder(field) if decoder is not None else field
+        for extension in self.optional_fields:  # in every item, None where it is missing
+            item.setdefault(extension, None)
         return item
 
     def _mismatch(self, shard: int) -> Callable[[int], ShardError]:
@@ -244,54 +264,6 @@ class TarShards(Dataset[dict[str, Any]]):
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"
-
-
-def _shard_names(shards: Any) -> list[str]:
-    names = shard_list(shards)
-    for name in names:
-        if name.startswith("s3://"):
-            raise ValueError(
-                "shards: for an object store pass ObjectStoreDataset(url, keys=[...]) (its "
-                f"endpoint, region and credentials), not the location {name!r}"
-            )
-    return names
-
-
-def _check_bound(name: str, value: Any, *, none: bool) -> None:
-    if value is None and none:
-        return
-    allowed = "a positive int" + (" or None" if none else "")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} should be {allowed}, but got {name}={value!r}")
-    if value < 1:
-        raise ValueError(f"{name} should be {allowed}, but got {name}={value!r}")
-
-
-def _remote_source(names: list[str], bounds: tuple[int, int | None]) -> StreamedShards | None:
-    remote = [n.startswith(_REMOTE) for n in names]
-    if not any(remote):
-        return None
-    if not all(remote):
-        raise ValueError(
-            "shards should be all local paths or all http(s):// URLs, but got both: "
-            f"{names[remote.index(False)]!r} and {names[remote.index(True)]!r}"
-        )
-    from ..io import HttpDataset
-
-    return StreamedShards(HttpDataset(names), *bounds)
-
-
-def _cache_folder(index_cache: Any) -> Path | None:
-    if index_cache is None or index_cache is True:
-        return _index_cache.default_folder()
-    if index_cache is False:
-        return None
-    if isinstance(index_cache, str | os.PathLike):
-        return Path(index_cache)
-    raise TypeError(
-        "index_cache should be a folder, None or True (the user cache folder), or False "
-        f"(keep no index), but got index_cache={index_cache!r}"
-    )
 
 
 def _read_span(shard: ShardIndex, start: int, length: int) -> bytes:

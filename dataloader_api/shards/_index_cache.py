@@ -27,7 +27,7 @@ from ._tar_index import Sample, ShardIndex
 
 __all__ = ["default_folder", "forget", "load", "store"]
 
-_VERSION = 1
+_VERSION = 2  # 2: companion indexes checked to cover their shard, truncated shards marked
 _warned: set[str] = set()
 
 
@@ -61,7 +61,9 @@ def load(folder: Path, key: str, shard: str, status: tuple[int, int] | None) -> 
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent, stale or unreadable: index again
-    return ShardIndex(shard, *recorded, samples, bool(data.get("from_companion", False)))
+    return ShardIndex(
+        shard, *recorded, samples, bool(data["from_companion"]), bool(data["truncated"])
+    )
 
 
 def forget(folder: Path, key: str) -> None:
@@ -79,6 +81,7 @@ def store(folder: Path, key: str, index: ShardIndex) -> None:
         "mtime_ns": index.mtime_ns,
         "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
         "from_companion": index.from_companion,  # its tar headers are checked as read
+        "truncated": index.truncated,  # read as it is (allow_truncated=True) only
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)

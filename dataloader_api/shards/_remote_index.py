@@ -4,9 +4,13 @@ from that small file and the end of the shard, without downloading the
 shard.
 
 Two small requests per shard, the first time: the index file, then the
-shard from the end of its last indexed member (``Range: bytes=E-``), whose
-reply gives the shard's length and its last bytes, which must be the tar's
-end (zeros): an index that does not cover its whole shard is an error. A
+shard from its last indexed member's header (``Range: bytes=H-``), or from
+the first gap between indexed members if there is one, whose reply gives
+the shard's length and the bytes ``_coverage.check_coverage`` reads: the last
+member's header must be that member's, a gap must hold only headers of
+members an index leaves out (pax, long names, directories), and the last
+member must be followed by the tar's end-of-archive block. An index that
+does not cover its whole shard is an error when the dataset is made. A
 server that ignores the range sends the whole shard, which is then read as
 it is. An index file that is absent (HTTP 404, or 401/403 as object stores
 answer for a key they do not show) means "no companion"; after one absent
@@ -24,8 +28,9 @@ from ..io._base import run_sync
 from ..io._errors import FetchError
 from ..io._locations import Locations
 from ..io._progressive import ProgressiveBytes
-from ._companion import companion_path, parse_index
-from ._tar_index import ShardError, ShardIndex
+from ._companion import companion_path, parse_members
+from ._coverage import check_coverage, first_read
+from ._tar_index import ShardError, ShardIndex, group_members
 
 __all__ = ["RemoteCompanions"]
 
@@ -44,7 +49,7 @@ class RemoteCompanions:
             [_beside(source.locations.of(s)) for s in range(len(source))], owner="TarShards"
         )
 
-    def index(self, shard: int, name: str) -> ShardIndex | None:
+    def index(self, shard: int, name: str, allow_truncated: bool = False) -> ShardIndex | None:
         """Shard ``shard``'s index from its companion, or None (no companion)."""
         if not self.asking:
             return None
@@ -56,18 +61,16 @@ class RemoteCompanions:
                 return None
             raise
         shown = f"{name.rsplit('/', 1)[0]}/{companion_path(name.rsplit('/', 1)[-1])}"
-        samples = parse_index(shown, text, None)
-        end = max((offset + size for s in samples for _, offset, size in s.fields), default=0)
-        tail = _Tail(end, name)
+        members = parse_members(shown, text, None)
+        end = max((data + size for _, _, data, size in members), default=0)
+        tail = _Tail(first_read(members), end, name)
         location = self.source.locations.of(shard)
         run_sync(self.source.read(shard, location, tail))
         if end > tail.size:
             raise ShardError(shown, 0, f"indexes bytes past the shard's {tail.size}")
-        if tail.data.count(0) != len(tail.data):
-            first = end + next(i for i, byte in enumerate(tail.data) if byte)
-            raise ShardError(name, first, "data after the last member its index file names: "
-                             "the index does not cover the shard (write it again)")  # fmt: skip
-        return ShardIndex(name, tail.size, 0, samples, from_companion=True)
+        truncated = check_coverage(shown, name, members, tail.read, allow_truncated)
+        samples = group_members(shown, members)
+        return ShardIndex(name, tail.size, 0, samples, from_companion=True, truncated=truncated)
 
 
 def _beside(location: str) -> str:
@@ -80,21 +83,29 @@ def _beside(location: str) -> str:
 
 class _Tail(ProgressiveBytes):
     """A sink that starts at ``start``: a client resuming into it asks for the rest
-    only (``Range: bytes=start-``); ``size`` is what the reply says the whole is."""
+    only (``Range: bytes=start-``); ``size`` is what the reply says the whole is,
+    which must reach ``end`` (where the index's last member ends)."""
 
-    def __init__(self, start: int, shard: str) -> None:
+    def __init__(self, start: int, end: int, shard: str) -> None:
         mismatch: Callable[[int], BaseException] = lambda total: ShardError(  # noqa: E731
-            shard, total, f"ends before its index's last member ends, at {start}"
+            shard, total, f"ends before its index's last member ends, at {end}"
         )
         super().__init__(0, mismatch)
         self.size = self._received = start
         self.data = bytearray()
-        self._start = start
+        self._start, self._end = start, end
 
     def expect_total(self, total: int) -> None:
-        if total < self._start:
+        if total < self._end:
             raise self._mismatch(total)
         self.size = total
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` of the shard (fewer at its end)."""
+        at = offset - self._start
+        if at < 0:  # not asked for: check_coverage reads from first_read on
+            raise AssertionError(f"offset {offset} before the range read from {self._start}")
+        return bytes(self.data[at : at + length])
 
     def write(self, chunk: bytes | bytearray | memoryview) -> None:
         self.data += chunk

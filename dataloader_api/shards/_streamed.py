@@ -82,13 +82,13 @@ class StreamedShards:
             self.source.start_streaming(shard, streaming)
         return streaming
 
-    def scan(self, shard: int) -> ShardIndex:
+    def scan(self, shard: int, allow_truncated: bool = False) -> ShardIndex:
         """Index a shard, read whole (its size is not known before); it is kept."""
         data = bytes(self.source[shard])
         with self._lock:
             self._make_room(len(data))
             self._admit(ProgressiveBytes.complete(data), shard)
-        return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0)
+        return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0, allow_truncated)
 
     def _make_room(self, size: int) -> None:
         """Push out the least recently used shards (their readers still hold them)

@@ -7,7 +7,10 @@ extension (the rest, lowercased); consecutive members with one key make one
 sample. Names without a dot, directories, links, and webdataset's metadata
 names (``__...__``) are skipped; an extension twice in a sample is an error.
 A header that cannot be parsed, or data cut short, is an error naming the
-shard and the offset: a shard is never silently read in part.
+shard and the offset: a shard is never silently read in part. So is a shard
+that ends without its end-of-archive block (a copy cut where a member's
+header would start loses whole samples and still parses), unless the caller
+allows truncated shards; then it is read as it is, with a warning.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import os
 import re
 import tarfile
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -26,6 +31,8 @@ __all__ = [
     "scan_shard",
     "scan_tar",
     "split_name",
+    "truncated_message",
+    "warn_truncated",
 ]
 
 _BLOCK = 512
@@ -88,22 +95,57 @@ class ShardIndex:
     samples: tuple[Sample, ...]
     # read from a companion index file: each field's tar header is checked as it is read
     from_companion: bool = False
+    # without its end-of-archive block, read as it is (allow_truncated=True)
+    truncated: bool = False
 
 
-def _check_end(shard: str, file: BinaryIO, offset: int, size: int) -> None:
-    """tarfile stops quietly at a bad header past the first: read what is there."""
-    if offset >= size:
-        return
-    file.seek(offset)
-    block = file.read(_BLOCK)
-    if block.count(0) == len(block):
-        return  # the end-of-archive zeros
-    if len(block) < _BLOCK:
-        raise ShardError(shard, offset, f"a tar header cut short ({len(block)} of 512 bytes)")
-    raise ShardError(shard, offset, "not a valid tar header (corrupt shard)")
+def _check_end(
+    shard: str, file: BinaryIO, offset: int, size: int, samples: tuple[Sample, ...], allow: bool
+) -> bool:
+    """tarfile stops quietly at a bad header past the first, and at the file's end
+    where a header would start: the archive must end with a zero block there.
+    Whether it is cut short (allowed by ``allow``: ``warn_truncated`` says so)."""
+    block = b""
+    if offset < size:
+        file.seek(offset)
+        block = file.read(_BLOCK)
+        if len(block) == _BLOCK and block.count(0) == _BLOCK:
+            return False  # the end-of-archive zeros
+        if block.count(0) != len(block):
+            if len(block) < _BLOCK:
+                raise ShardError(
+                    shard, offset, f"a tar header cut short ({len(block)} of 512 bytes)"
+                )
+            raise ShardError(shard, offset, "not a valid tar header (corrupt shard)")
+    where = "inside its end-of-archive block" if block else "without its end-of-archive block"
+    problem = truncated_message(where, samples)
+    if not allow:
+        raise ShardError(shard, offset, f"{problem}; pass allow_truncated=True to read the "
+                         f"{len(samples)} samples there as they are")  # fmt: skip
+    return True
 
 
-def group_members(shard: str, members: list[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
+def warn_truncated(index: ShardIndex) -> None:
+    """Say that ``index``'s shard, cut short, is read as it is (``allow_truncated``)."""
+    problem = truncated_message("without its whole end-of-archive block", index.samples)
+    warnings.warn(f"TarShards: tar shard {index.shard!r} ({index.size} bytes): {problem}; "
+                  "read as it is (allow_truncated=True)", RuntimeWarning, stacklevel=3)  # fmt: skip
+
+
+def truncated_message(where: str, samples: tuple[Sample, ...]) -> str:
+    """Why a shard ending ``where`` is refused, naming its last samples."""
+    if not samples:
+        last = "no sample before it"
+    elif len(samples) == 1:
+        last = f"its one sample there, {samples[-1].key!r}, may lack fields cut off"
+    else:
+        last = (f"the last whole sample there is {samples[-2].key!r} ({samples[-1].key!r} "
+                "after it may lack fields cut off)")  # fmt: skip
+    return (f"the archive ends {where} (512 zero bytes): a copy cut short, whose "
+            f"later samples are missing; {last}")  # fmt: skip
+
+
+def group_members(shard: str, members: Sequence[tuple[str, int, int, int]]) -> tuple[Sample, ...]:
     samples: list[Sample] = []
     key: str | None = None
     fields: list[tuple[str, int, int]] = []
@@ -128,7 +170,7 @@ def group_members(shard: str, members: list[tuple[str, int, int, int]]) -> tuple
     return tuple(samples)
 
 
-def scan_shard(shard: str) -> ShardIndex:
+def scan_shard(shard: str, allow_truncated: bool = False) -> ShardIndex:
     """Read ``shard``'s headers (a local tar file) into its index."""
     try:
         file = open(shard, "rb")  # noqa: SIM115 (closed by the with below)
@@ -136,10 +178,12 @@ def scan_shard(shard: str) -> ShardIndex:
         raise FileNotFoundError(error.errno, "tar shard not found", shard) from None
     with file:
         status = os.fstat(file.fileno())
-        return scan_tar(shard, file, status.st_size, status.st_mtime_ns)
+        return scan_tar(shard, file, status.st_size, status.st_mtime_ns, allow_truncated)
 
 
-def scan_tar(shard: str, file: BinaryIO, size: int, mtime_ns: int) -> ShardIndex:
+def scan_tar(
+    shard: str, file: BinaryIO, size: int, mtime_ns: int, allow_truncated: bool = False
+) -> ShardIndex:
     """The index of the tar ``file`` (seekable, ``size`` bytes) named ``shard``."""
     try:
         # Not closed: closing it would close `file`, which the caller owns.
@@ -159,5 +203,6 @@ def scan_tar(shard: str, file: BinaryIO, size: int, mtime_ns: int) -> ShardIndex
         tar.members = []  # type: ignore[attr-defined]  # an index, not tarfile's list, holds what we keep
         if info.isreg():
             members.append((info.name, info.offset, info.offset_data, info.size))
-    _check_end(shard, file, tar.offset, size)
-    return ShardIndex(shard, size, mtime_ns, group_members(shard, members))
+    samples = group_members(shard, members)
+    truncated = _check_end(shard, file, tar.offset, size, samples, allow_truncated)
+    return ShardIndex(shard, size, mtime_ns, samples, truncated=truncated)

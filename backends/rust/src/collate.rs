@@ -134,7 +134,8 @@ impl NativeCollate {
         self.fallback_items(py, items, batch)
     }
 
-    /// Same keys taken from the first dict, in its order; None if any item is not a dict with them.
+    /// Same keys taken from the first dict, in its order; None if any item is not a dict with
+    /// exactly them (the Python function then names the key a dict lacks or has in addition).
     fn collate_dicts<'py>(
         &self,
         py: Python<'py>,
@@ -146,6 +147,10 @@ impl NativeCollate {
                 Ok(dict) => dicts.push(dict),
                 Err(_) => return Ok(None),
             }
+        }
+        // Every key of the first in each, and as many keys: the same keys.
+        if dicts.iter().any(|dict| dict.len() != dicts[0].len()) {
+            return Ok(None);
         }
         let out = PyDict::new(py);
         for key in dicts[0].keys() {
