@@ -151,7 +151,11 @@ class DataLoader(Generic[T_co]):
         object.__setattr__(
             self,
             "_state",
-            LoaderState.new(options.sampling.worker_seed_base, options.sampling.generator),
+            LoaderState.new(
+                options.sampling.worker_seed_base,
+                options.sampling.worker_seed_generator,
+                options.sampling.first_worker_seed,
+            ),
         )
 
     def __setattr__(self, name: str, value: Any) -> None:

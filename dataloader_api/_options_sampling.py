@@ -13,7 +13,7 @@ from ._distributed import rank_and_world_size
 from ._distributed_sampler import DistributedSampler
 from ._option_checks import check_bool
 from ._samplers import RandomSampler, SequentialSampler
-from ._seeding import EpochSeeds, derive_seed
+from ._seeding import EpochSeeds, derive_seed, torch_default_generator
 from ._torch_datapipes import take_shuffle
 from ._torch_random import is_torch_generator
 
@@ -39,8 +39,15 @@ class SamplingOptions:
     # None: not said. False silences the warning of an unsharded loader in a job.
     distributed: bool | None
     # The first worker seed; worker seeds count on from it, one pool at a time
-    # (None: drawn from a torch.Generator per iterator, see IteratorSeeds).
+    # (None: drawn from worker_seed_generator per iterator, see IteratorSeeds).
     worker_seed_base: int | None
+    # The user's torch.Generator, or torch's default one when neither seed nor
+    # generator was given and torch is imported: each iterator draws its workers'
+    # base seed from it, as torch's does (a sampler on the global generator then
+    # sees it where torch's loader leaves it, every epoch).
+    worker_seed_generator: Any
+    # The first iterator's base seed, already drawn (the unseeded base), or None.
+    first_worker_seed: int | None
     # Batches are lists of samples collated together (batch_size or batch_sampler).
     auto_collation: bool
 
@@ -94,8 +101,13 @@ def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
     # so a resumed loader replays the same shuffles. A torch.Generator is
     # drawn from as torch does instead, when each iterator starts (None here).
     worker_seed_base: int | None
+    worker_seed_generator, first_worker_seed = None, None
     if is_torch_generator(generator):
-        worker_seed_base = None
+        worker_seed_base, worker_seed_generator = None, generator
+    elif generator is None and seed is None and (default := torch_default_generator()):
+        # The base drawn from torch's default generator is torch's first _base_seed.
+        worker_seed_base, worker_seed_generator = None, default
+        first_worker_seed = seeds.base_seed
     elif generator is not None:
         worker_seed_base = seeds.next_seed()
     else:
@@ -175,5 +187,7 @@ def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
         seed=seed,
         distributed=distributed,
         worker_seed_base=worker_seed_base,
+        worker_seed_generator=worker_seed_generator,
+        first_worker_seed=first_worker_seed,
         auto_collation=batch_sampler is not None or (iterable and batch_size is not None),
     )

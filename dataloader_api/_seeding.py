@@ -16,7 +16,13 @@ else:  # NumPy is imported when first used (_lazy)
     np = LazyModule("numpy", globals(), "np")
 
 
-__all__ = ["EpochSeeds", "IteratorSeeds", "derive_seed", "is_int"]
+__all__ = [
+    "EpochSeeds",
+    "IteratorSeeds",
+    "derive_seed",
+    "is_int",
+    "torch_default_generator",
+]
 
 _SEED_MASK = 2**63 - 1
 
@@ -87,10 +93,10 @@ class IteratorSeeds:
     instead of drawing, as the generator's state in it is already past that draw.
     """
 
-    def __init__(self, generator: Any) -> None:
+    def __init__(self, generator: Any, first: int | None = None) -> None:
         self.generator = generator
-        self.current = 0
-        self._replay = False
+        self.current = 0 if first is None else first
+        self._replay = first is not None  # the first iterator's draw is already made
 
     def draw(self) -> None:
         """The draw of a new iterator (``_BaseDataLoaderIter._base_seed`` in torch)."""
@@ -108,6 +114,14 @@ class IteratorSeeds:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.current = int(state["iterator_seed"])
         self._replay = True
+
+
+def torch_default_generator() -> Any:
+    """torch's default (global) CPU generator, when torch is imported; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "empty"):
+        return None
+    return torch.default_generator
 
 
 def _unseeded_base(generator: Any) -> int:

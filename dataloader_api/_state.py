@@ -46,10 +46,15 @@ class LoaderState:
     pools: list[WorkerPool] = field(default_factory=list)
 
     @classmethod
-    def new(cls, worker_seed_base: int | None, generator: Any) -> LoaderState:
-        """``worker_seed_base`` None: seeds drawn from ``generator`` per iterator."""
+    def new(
+        cls, worker_seed_base: int | None, generator: Any, first: int | None = None
+    ) -> LoaderState:
+        """``worker_seed_base`` None: seeds drawn from ``generator`` per iterator, the
+        first iterator's being ``first`` when that draw is already made."""
         seeds = (
-            IteratorSeeds(generator) if worker_seed_base is None else EpochSeeds(worker_seed_base)
+            IteratorSeeds(generator, first)
+            if worker_seed_base is None
+            else EpochSeeds(worker_seed_base)
         )
         return cls(worker_seeds=seeds, pool_seed_state=seeds.state_dict())
 

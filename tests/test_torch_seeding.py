@@ -136,3 +136,39 @@ def test_worker_info_seed_is_torchs_for_a_torch_generator():
         .item()
     )
     assert seen == {0: (base, base), 1: (base + 1, base + 1)}
+
+
+BACKENDS = [n for n in __import__("dataloader_api").backends() if not n.startswith("broken-")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"num_workers": 0}, {"num_workers": 2}, {"num_workers": 2, "persistent_workers": True}],
+    ids=["calling-thread", "workers", "persistent"],
+)
+@pytest.mark.parametrize("sampler", ["WeightedRandomSampler", "RandomSampler"])
+def test_a_sampler_on_the_global_generator_follows_torch_every_epoch(backend, kwargs, sampler):
+    """No seed, no generator: each iterator draws its base seed from torch's global
+    generator, as torch's does, so a sampler drawing from it (torch's own, without a
+    generator) gives torch's order in every epoch, and the worker seeds are torch's."""
+
+    def run(loader_class, **extra):
+        torch.manual_seed(17)
+        if sampler == "WeightedRandomSampler":
+            chosen = TorchWeightedRandomSampler([0.5, 1.0, 2.0, 3.0] * 6, 24)
+        else:
+            chosen = TorchRandomSampler(range(24))
+        loader = loader_class(Seeds(), batch_size=4, sampler=chosen, **kwargs, **extra)
+        return [
+            (int(index), int(seed))
+            for _ in range(3)
+            for indices, seeds in loader
+            for index, seed in zip(indices, seeds, strict=True)
+        ]
+
+    theirs = run(TorchDataLoader)
+    ours = run(DataLoader, backend=backend)
+    assert [i for i, _ in ours] == [i for i, _ in theirs]
+    if kwargs["num_workers"]:
+        assert {s for _, s in ours} <= {s for _, s in theirs}
