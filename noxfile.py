@@ -302,6 +302,7 @@ def torch_parity(session: nox.Session) -> None:
         "datasets",
         "webdataset",
         "h5py",
+        "lmdb",
         *TEST_DEPS,
     )
     session.run(
@@ -320,6 +321,9 @@ def torch_parity(session: nox.Session) -> None:
         "tests/test_third_party_datasets.py",
         "tests/test_worker_copies.py",
         "tests/test_worker_copies_wrappers.py",
+        "tests/test_lmdb_envs.py",
+        "tests/test_global_rngs.py",
+        "tests/test_shards_integrity.py",
         "tests/test_iterator_shapes.py",
         "tests/test_samplers.py",
         "tests/test_collate.py",
