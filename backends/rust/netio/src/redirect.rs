@@ -1,0 +1,140 @@
+//! Redirects and a dataset's secrets. A dataset's headers (an API key, its
+//! Authorization, a URL's user:password, an S3 session token) go only to the
+//! dataset's own origin (scheme, host and port), and no Referer goes anywhere (it
+//! would carry the URL's query): as `dataloader_api.io._http_client` (issue 49).
+//!
+//! reqwest's redirect policies cannot edit a request's headers: `http` follows
+//! redirects itself, and object_store's client follows them only within the
+//! origin (`SameOriginConnector`).
+
+use std::time::Duration;
+
+use object_store::client::{HttpClient, HttpConnector};
+use object_store::ClientOptions;
+use reqwest::header::HeaderValue;
+use reqwest::redirect::{Action, Attempt, Policy};
+use reqwest::{StatusCode, Url};
+
+use crate::failure::{Failure, FailureKind};
+
+/// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Whether `a` and `b` are one origin: the same scheme, host and port.
+pub fn same_origin(a: &Url, b: &Url) -> bool {
+    a.origin() == b.origin()
+}
+
+/// The statuses followed, as the reference follows them.
+pub fn is_followed(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// Where a redirect from `from` with `location` goes: an http(s) URL, or the
+/// reference's ValueError.
+pub fn target(from: &Url, location: &HeaderValue) -> Result<Url, Failure> {
+    let text = String::from_utf8_lossy(location.as_bytes());
+    match from.join(&text) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(url),
+        _ => {
+            let shown = text.split('?').next().unwrap_or_default();
+            Err(Failure::new(
+                FailureKind::Invalid,
+                format!("is redirected to {shown:?}, which is not an http(s) URL"),
+            ))
+        }
+    }
+}
+
+/// `url` for an error message: without user:password, query or fragment.
+pub fn shown(url: &Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}
+
+/// object_store's reqwest client, which follows redirects within the first
+/// request's origin only: one to another origin fails, naming it. (object_store
+/// signs each request itself, Authorization and x-amz-security-token included,
+/// and reqwest would send all but Authorization on to another origin.)
+#[derive(Debug)]
+pub struct SameOriginConnector {
+    pub timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl HttpConnector for SameOriginConnector {
+    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
+        // What S3Reader sets of ClientOptions, which this replaces.
+        let client = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .pool_max_idle_per_host(self.max_connections)
+            .no_gzip()
+            .redirect(Policy::custom(within_origin))
+            .referer(false)
+            .build()
+            .map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            })?;
+        Ok(HttpClient::new(client))
+    }
+}
+
+fn within_origin(attempt: Attempt) -> Action {
+    let first = attempt.previous().first();
+    if first.is_some_and(|first| !same_origin(first, attempt.url())) {
+        let to = shown(attempt.url());
+        return attempt.error(format!(
+            "a redirect to another origin, {to}, is not followed"
+        ));
+    }
+    if attempt.previous().len() > MAX_REDIRECTS {
+        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    attempt.follow()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).expect("a test URL")
+    }
+
+    #[test]
+    fn origins_are_scheme_host_and_port() {
+        let a = url("http://u:p@Example.com/a?x=1");
+        assert!(same_origin(&a, &url("http://example.com:80/b")));
+        assert!(!same_origin(&a, &url("https://example.com/a")));
+        assert!(!same_origin(&a, &url("http://example.com:8080/a")));
+        assert!(!same_origin(&a, &url("http://example.org/a")));
+    }
+
+    #[test]
+    fn targets_are_http_urls_resolved_against_the_request() {
+        let from = url("http://h:1/a/b?token=t");
+        let to = |location: &str| target(&from, &HeaderValue::from_str(location).expect("ascii"));
+        assert_eq!(
+            to("c").map(|u| u.to_string()).ok(),
+            Some("http://h:1/a/c".into())
+        );
+        assert_eq!(
+            to("https://o/x").map(|u| u.to_string()).ok(),
+            Some("https://o/x".into())
+        );
+        let refused = to("ftp://o/x?secret=1").err().map(|f| (f.kind, f.message));
+        let message = "is redirected to \"ftp://o/x\", which is not an http(s) URL";
+        assert_eq!(refused, Some((FailureKind::Invalid, message.into())));
+    }
+
+    #[test]
+    fn shown_urls_hold_no_credentials() {
+        let shown = shown(&url("http://u:pw@h:1/k?X-Amz-Signature=s#f"));
+        assert_eq!(shown, "http://h:1/k");
+    }
+}
