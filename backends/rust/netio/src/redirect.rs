@@ -4,16 +4,21 @@
 //! would carry the URL's query): as `dataloader_api.io._http_client` (issue 49).
 //!
 //! reqwest's redirect policies cannot edit a request's headers: `http` follows
-//! redirects itself, and object_store's client follows them only within the
-//! origin (`SameOriginConnector`).
+//! redirects itself, and so does object_store's client (`OwnOriginConnector`).
 
 use std::time::Duration;
 
-use object_store::client::{HttpClient, HttpConnector};
+use http::uri::InvalidUri;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+};
 use object_store::ClientOptions;
-use reqwest::header::HeaderValue;
-use reqwest::redirect::{Action, Attempt, Policy};
-use reqwest::{StatusCode, Url};
+use reqwest::header::{
+    HeaderName, HeaderValue, IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE,
+    IF_UNMODIFIED_SINCE, LOCATION, RANGE,
+};
+use reqwest::redirect::Policy;
+use reqwest::{Method, StatusCode, Url};
 
 use crate::failure::{Failure, FailureKind};
 
@@ -56,46 +61,83 @@ pub fn shown(url: &Url) -> String {
     url.to_string()
 }
 
-/// object_store's reqwest client, which follows redirects within the first
-/// request's origin only: one to another origin fails, naming it. (object_store
-/// signs each request itself, Authorization and x-amz-security-token included,
-/// and reqwest would send all but Authorization on to another origin.)
+/// object_store's client: it follows redirects itself (reqwest's policies
+/// cannot edit headers, and object_store signs each request, Authorization and
+/// x-amz-security-token included, which reqwest would send on to another origin).
 #[derive(Debug)]
-pub struct SameOriginConnector {
+pub struct OwnOriginConnector {
     pub timeout: Duration,
     pub max_connections: usize,
 }
 
-impl HttpConnector for SameOriginConnector {
+impl HttpConnector for OwnOriginConnector {
     fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
         // What S3Reader sets of ClientOptions, which this replaces.
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .pool_max_idle_per_host(self.max_connections)
             .no_gzip()
-            .redirect(Policy::custom(within_origin))
+            .redirect(Policy::none())
             .referer(false)
             .build()
             .map_err(|e| object_store::Error::Generic {
                 store: "S3",
                 source: Box::new(e),
             })?;
-        Ok(HttpClient::new(client))
+        Ok(HttpClient::new(OwnOriginClient { client }))
     }
 }
 
-fn within_origin(attempt: Attempt) -> Action {
-    let first = attempt.previous().first();
-    if first.is_some_and(|first| !same_origin(first, attempt.url())) {
-        let to = shown(attempt.url());
-        return attempt.error(format!(
-            "a redirect to another origin, {to}, is not followed"
-        ));
+/// Follows a GET's redirects (at most MAX_REDIRECTS) as the reference: a hop to
+/// another origin is sent unsigned, with only the headers that say which bytes.
+#[derive(Debug)]
+struct OwnOriginClient {
+    client: reqwest::Client,
+}
+
+/// What a request to another origin keeps of a store's request.
+const KEPT: [HeaderName; 6] = [
+    RANGE,
+    IF_RANGE,
+    IF_MATCH,
+    IF_NONE_MATCH,
+    IF_MODIFIED_SINCE,
+    IF_UNMODIFIED_SINCE,
+];
+
+#[async_trait::async_trait]
+impl HttpService for OwnOriginClient {
+    async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let (parts, body) = request.into_parts();
+        let refused = |e: String| HttpError::new(HttpErrorKind::Unknown, std::io::Error::other(e));
+        let origin = Url::parse(&parts.uri.to_string()).map_err(|e| refused(e.to_string()))?;
+        let follows = parts.method == Method::GET || parts.method == Method::HEAD;
+        let (mut hop, mut redirects) = (origin.clone(), 0);
+        loop {
+            let mut request = HttpRequest::new(body.clone());
+            *request.method_mut() = parts.method.clone();
+            *request.uri_mut() = hop
+                .as_str()
+                .parse()
+                .map_err(|e: InvalidUri| refused(e.to_string()))?;
+            *request.headers_mut() = match same_origin(&origin, &hop) {
+                true => parts.headers.clone(),
+                false => KEPT
+                    .iter()
+                    .filter_map(|name| Some((name.clone(), parts.headers.get(name)?.clone())))
+                    .collect(),
+            };
+            let response = self.client.call(request).await?;
+            let location = response.headers().get(LOCATION);
+            let location = match location.filter(|_| follows && is_followed(response.status())) {
+                Some(location) if redirects < MAX_REDIRECTS => location,
+                _ => return Ok(response),
+            };
+            hop = target(&hop, location)
+                .map_err(|failure| refused(format!("{} {}", shown(&hop), failure.message)))?;
+            redirects += 1;
+        }
     }
-    if attempt.previous().len() > MAX_REDIRECTS {
-        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
-    }
-    attempt.follow()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::failure::{error_chain, Failure, FailureKind};
-use crate::redirect::SameOriginConnector;
+use crate::redirect::OwnOriginConnector;
 use crate::retry::RetryPolicy;
 use crate::stream::{BodyWriter, StreamBuffer};
 
@@ -59,9 +59,9 @@ impl S3Reader {
             .with_region(&options.region)
             .with_retry(retry.clone())
             .with_client_options(client)
-            // Redirects within the endpoint's origin only: object_store's own client
-            // would send the session token to any other (`redirect`).
-            .with_http_connector(SameOriginConnector {
+            // object_store's own client would send the session token to any origin a
+            // redirect names: this one sends it to the endpoint's only (`redirect`).
+            .with_http_connector(OwnOriginConnector {
                 timeout: Duration::from_secs_f64(options.timeout),
                 max_connections: options.max_connections,
             });
