@@ -84,6 +84,15 @@ def test_the_datasets_origin_keeps_its_headers_across_redirects(io_mode):
         assert [leaked(h) for h in other.headers_seen] == [[]]
 
 
+def test_a_redirect_to_what_is_not_http_is_a_value_error(io_mode):
+    with LoopbackServer({}) as server:
+        server.fail("/a", Redirect("ftp://example.com/x?token=t", 302))
+        data = HttpDataset([server.url + "/a"], headers={"X-Api-Key": SECRET}, retry=FAST)
+        with pytest.raises(ValueError, match=r"ftp://example\.com/x.*not an http\(s\) URL"):
+            load(data, io_mode)
+        assert len(server.headers_seen) == 1
+
+
 def test_an_object_stores_session_token_stays_with_its_endpoint(io_mode, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret")
