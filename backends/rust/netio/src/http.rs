@@ -9,17 +9,18 @@ use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_RANGE, ETAG,
     IF_RANGE, LAST_MODIFIED, LOCATION, RANGE, RETRY_AFTER,
 };
-use reqwest::{Client, StatusCode};
+use reqwest::{Client, StatusCode, Url};
 
 use crate::buffers::BufferPool;
 use crate::failure::{error_chain, Failure, FailureKind};
 use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
+use crate::redirect::{self, same_origin, MAX_REDIRECTS};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::stream::{BodyWriter, StreamBuffer};
 use crate::Counters;
 
-/// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
-const MAX_REDIRECTS: usize = 10;
+/// A redirect's body is read (the connection kept) up to this size.
+const REDIRECT_BODY: u64 = 4096;
 
 pub struct HttpOptions {
     pub headers: Vec<(String, String)>,
@@ -36,6 +37,8 @@ pub struct HttpReader {
     max_bytes: Option<u64>,
     counters: Arc<Counters>,
     buffers: Arc<BufferPool>,
+    /// The dataset's headers: sent to the item's own origin only (`redirect`).
+    headers: HeaderMap,
     /// `headers` hold Authorization: it wins over a URL's user:password.
     authorization: bool,
     max_connections: usize,
@@ -70,26 +73,18 @@ impl HttpReader {
             headers.insert(name, value);
         }
         let authorization = headers.contains_key(AUTHORIZATION);
-        headers.insert("accept-encoding", HeaderValue::from_static("identity"));
-        // Redirects are followed as the reference follows them: at most MAX_REDIRECTS,
-        // counted; reqwest drops Authorization (ours or a URL's user:password) when
-        // the host changes.
-        let redirects = counters.clone();
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() > MAX_REDIRECTS {
-                attempt.stop()
-            } else {
-                redirects.redirects.fetch_add(1, Ordering::Relaxed);
-                attempt.follow()
-            }
-        });
+        let mut identity = HeaderMap::new();
+        identity.insert("accept-encoding", HeaderValue::from_static("identity"));
         let stalls = StallLayer {
             times: Arc::new(ConnectTimes::default()),
         };
+        // `attempt` follows redirects, as the reference does: reqwest would send the
+        // dataset's headers to any origin, and the URL in a Referer.
         let client = Client::builder()
-            .default_headers(headers)
+            .default_headers(identity)
             .pool_max_idle_per_host(options.max_connections)
-            .redirect(policy)
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
             .connector_layer(stalls)
             .build()
             .map_err(|e| e.to_string())?;
@@ -100,6 +95,7 @@ impl HttpReader {
             max_bytes: options.max_bytes,
             counters,
             buffers,
+            headers,
             authorization,
             max_connections: options.max_connections,
             limits: Mutex::new(HashMap::new()),
@@ -143,7 +139,7 @@ impl HttpReader {
             let _ = parsed.set_password(None);
         }
         let limit = self.host_limit(&parsed);
-        let url = parsed.as_str();
+        let url = &parsed;
         let (mut retry, mut quick) = (0, QUICK_RECONNECTS);
         loop {
             let started = limit.acquire().await;
@@ -192,41 +188,40 @@ impl HttpReader {
         }
     }
 
-    /// One request; `replied` is set when its headers come.
+    /// One request and the redirects it is sent on (at most MAX_REDIRECTS, counted);
+    /// `replied` is set when the last reply's headers come.
     async fn attempt(
         &self,
-        url: &str,
+        url: &Url,
         replied: &mut Option<Instant>,
         sink: Option<&StreamBuffer>,
     ) -> Result<Vec<u8>, Attempt> {
-        let mut request = self.client.get(url);
-        if let Some(received) = sink.map(StreamBuffer::received).filter(|&n| n > 0) {
-            request = request.header(RANGE, format!("bytes={received}-"));
-            if let Some(validator) = sink.and_then(StreamBuffer::validator) {
-                request = request.header(IF_RANGE, validator);
+        let (mut hop, mut redirects) = (url.clone(), 0);
+        let mut response = loop {
+            let mut response = self.send(url, &hop, sink).await?;
+            *replied = Some(Instant::now());
+            let location = response.headers().get(LOCATION);
+            let to = match location.filter(|_| redirect::is_followed(response.status())) {
+                Some(location) if redirects < MAX_REDIRECTS => redirect::target(&hop, location),
+                _ => break response,
+            };
+            hop = to.map_err(Attempt::Permanent)?;
+            redirects += 1;
+            self.counters.redirects.fetch_add(1, Ordering::Relaxed);
+            if response
+                .content_length()
+                .is_some_and(|n| n <= REDIRECT_BODY)
+            {
+                while let Ok(Some(_)) = response.chunk().await {} // the connection is kept
             }
-        }
-        let mut response = request.send().await.map_err(|e| {
-            // Without the URL: it may hold user:password, and the caller names the item.
-            let e = e.without_url();
-            let reason = format!("connection failed: {}", error_chain(&e));
-            match is_slow_connect(&e) {
-                true => Attempt::SlowConnect(reason), // never sent: not counted
-                false => {
-                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
-                    Attempt::Transient(reason, None)
-                }
-            }
-        })?;
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        *replied = Some(Instant::now());
+        };
         let status = response.status();
         let mut text = status_text(status);
-        if status.is_redirection() {
+        if redirect::is_followed(status) {
             // Past MAX_REDIRECTS, or without a Location: the reference's words.
-            text += match response.headers().contains_key(LOCATION) {
-                true => " after 10 redirects",
-                false => " without a Location",
+            text += &match response.headers().contains_key(LOCATION) {
+                true => format!(" after {redirects} redirects"),
+                false => " without a Location".to_string(),
             };
         }
         let partial = sink.is_some() && status == StatusCode::PARTIAL_CONTENT;
@@ -287,6 +282,47 @@ impl HttpReader {
 }
 
 impl HttpReader {
+    /// One request to `hop`, on the way to item `url`: the dataset's headers, and
+    /// the item's user:password unless they hold Authorization, go to the item's
+    /// origin only (`redirect`).
+    async fn send(
+        &self,
+        url: &Url,
+        hop: &Url,
+        sink: Option<&StreamBuffer>,
+    ) -> Result<reqwest::Response, Attempt> {
+        let mut hop = hop.clone();
+        let own = same_origin(url, &hop);
+        // reqwest sends a URL's user:password as Basic auth (get_into has cleared
+        // the item's when the headers hold Authorization); never a Location's.
+        let _ = hop.set_username(if own { url.username() } else { "" });
+        let _ = hop.set_password(url.password().filter(|_| own));
+        let mut request = self.client.get(hop);
+        if own {
+            request = request.headers(self.headers.clone());
+        }
+        if let Some(received) = sink.map(StreamBuffer::received).filter(|&n| n > 0) {
+            request = request.header(RANGE, format!("bytes={received}-"));
+            if let Some(validator) = sink.and_then(StreamBuffer::validator) {
+                request = request.header(IF_RANGE, validator);
+            }
+        }
+        let response = request.send().await.map_err(|e| {
+            // Without the URL: it may hold user:password, and the caller names the item.
+            let e = e.without_url();
+            let reason = format!("connection failed: {}", error_chain(&e));
+            match is_slow_connect(&e) {
+                true => Attempt::SlowConnect(reason), // never sent: not counted
+                false => {
+                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                    Attempt::Transient(reason, None)
+                }
+            }
+        })?;
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        Ok(response)
+    }
+
     /// A 200 or 206 reply's body into `sink` (see `stream::BodyWriter`).
     async fn stream_body(
         &self,

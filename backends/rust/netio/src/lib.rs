@@ -7,6 +7,7 @@ mod failure;
 mod files;
 mod host_limit;
 mod http;
+mod redirect;
 mod retry;
 mod runtime;
 mod start_order;

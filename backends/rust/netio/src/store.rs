@@ -10,6 +10,7 @@ use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::failure::{error_chain, Failure, FailureKind};
+use crate::redirect::OwnOriginConnector;
 use crate::retry::RetryPolicy;
 use crate::stream::{BodyWriter, StreamBuffer};
 
@@ -57,7 +58,13 @@ impl S3Reader {
             .with_bucket_name(&options.bucket)
             .with_region(&options.region)
             .with_retry(retry.clone())
-            .with_client_options(client);
+            .with_client_options(client)
+            // object_store's own client would send the session token to any origin a
+            // redirect names: this one sends it to the endpoint's only (`redirect`).
+            .with_http_connector(OwnOriginConnector {
+                timeout: Duration::from_secs_f64(options.timeout),
+                max_connections: options.max_connections,
+            });
         if let Some(endpoint) = &options.endpoint {
             builder = builder.with_endpoint(endpoint);
         }
