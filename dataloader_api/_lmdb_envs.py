@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,44 +31,56 @@ __all__ = ["SharedEnvironment", "share_lmdb_environments"]
 # Reentrant: a handle collected while this thread holds it (a garbage collection
 # inside an open) takes it again in __del__.
 _lock = threading.RLock()
-# realpath -> (the environment, the arguments it was opened with, open handles)
-_shared: dict[str, tuple[weakref.ref[Any], tuple[Any, ...], list[int]]] = {}
+
+
+class _Shared:
+    """One path's environment, the arguments it was opened with, its open handles.
+    Held strongly until its last handle closes it, under the lock: a worker that
+    opens the path meanwhile shares it, never races its close."""
+
+    __slots__ = ("arguments", "environment", "handles")
+
+    def __init__(self, environment: Any, arguments: tuple[Any, ...]) -> None:
+        self.environment = environment
+        self.arguments = arguments
+        self.handles = 0
+
+
+_shared: dict[str, _Shared] = {}
 
 
 class SharedEnvironment:
     """A worker copy's handle on an environment that its path's workers share:
     everything but ``close`` (and ``with``) goes to the environment."""
 
-    __slots__ = ("__weakref__", "_count", "_environment", "_key")
+    __slots__ = ("__weakref__", "_entry", "_key")
 
-    def __init__(self, environment: Any, key: str, count: list[int]) -> None:
-        self._environment: Any = environment
+    def __init__(self, entry: _Shared, key: str) -> None:
+        self._entry: _Shared | None = entry
         self._key = key
-        self._count = count
-        count[0] += 1
+        entry.handles += 1
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):  # the slots before __init__ set them, and dunders
             raise AttributeError(name)
-        environment = self._environment
-        if environment is None:
+        entry = self._entry
+        if entry is None:
             import lmdb
 
             raise lmdb.Error(f"this handle on the LMDB environment {self._key!r} is closed")
-        return getattr(environment, name)
+        return getattr(entry.environment, name)
 
     def close(self) -> None:
         """Closes this handle; the environment once no other handle is open."""
-        environment, self._environment = self._environment, None
-        if environment is None:
-            return
         with _lock:
-            self._count[0] -= 1
-            last = self._count[0] == 0
-            if last and self._key in _shared and _shared[self._key][2] is self._count:
-                del _shared[self._key]
-        if last:
-            environment.close()
+            entry, self._entry = self._entry, None
+            if entry is None:
+                return
+            entry.handles -= 1
+            if entry.handles == 0:
+                if _shared.get(self._key) is entry:
+                    del _shared[self._key]
+                entry.environment.close()
 
     def __enter__(self) -> SharedEnvironment:
         return self
@@ -78,12 +89,12 @@ class SharedEnvironment:
         self.close()
 
     def __del__(self) -> None:
-        if self._environment is not None:
-            with _lock:
-                self._count[0] -= 1
+        if getattr(self, "_entry", None) is not None:
+            self.close()
 
     def __repr__(self) -> str:
-        return f"<SharedEnvironment of {self._environment!r} at {self._key!r}>"
+        entry = self._entry
+        return f"<SharedEnvironment of {entry and entry.environment!r} at {self._key!r}>"
 
 
 def _key(path: Any) -> str:
@@ -96,16 +107,12 @@ def _shared_open(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(path, *args, **kwargs)
         key, arguments = _key(path), (args, sorted(kwargs.items()))
         with _lock:
-            held = _shared.get(key)
-            environment = held[0]() if held is not None else None
-            if environment is not None and held is not None:
-                if held[1] != arguments:
-                    return original(path, *args, **kwargs)  # LMDB's error, with the note
-                return SharedEnvironment(environment, key, held[2])
-            environment = original(path, *args, **kwargs)
-            count = [0]
-            _shared[key] = (weakref.ref(environment), arguments, count)
-            return SharedEnvironment(environment, key, count)
+            entry = _shared.get(key)
+            if entry is None:
+                entry = _shared[key] = _Shared(original(path, *args, **kwargs), arguments)
+            elif entry.arguments != arguments:
+                return original(path, *args, **kwargs)  # LMDB's error, with the note
+            return SharedEnvironment(entry, key)
 
     open_shared_on_worker_threads.__wrapped__ = original  # type: ignore[attr-defined]
     open_shared_on_worker_threads.__doc__ = original.__doc__
