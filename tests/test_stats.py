@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 import time
 
 import pytest
@@ -60,13 +61,46 @@ def test_a_slow_loader_is_named_the_bottleneck(backend):
     assert stats.wait_share > 0.5
 
 
+class Counted:
+    """Items that count themselves, so a test can wait for the loader to be ahead."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.done = [0]  # mutated in place: shared by the workers' copies
+        self.changed = threading.Condition()
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> int:
+        with self.changed:
+            self.done[0] += 1
+            self.changed.notify_all()
+        return index
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.done[0] >= count, timeout=60), self.done
+
+
 @pytest.mark.parametrize("backend", BACKENDS[1:])
 def test_a_slow_training_loop_is_named_the_bottleneck(backend):
+    """The loop is slower than the loader by construction, on any machine: before
+    each batch it waits (an event, not a duration) until the workers have loaded
+    the whole window ahead of it, then spends 50 ms as a model would."""
+    dataset = Counted(64)
     loader = DataLoader(
-        list(range(64)), batch_size=8, num_workers=2, backend=backend, collect_stats=True
+        dataset,
+        batch_size=8,
+        num_workers=2,
+        prefetch_factor=2,
+        backend=backend,
+        collect_stats=True,
     )
-    for _ in loader:
-        time.sleep(0.02)  # the model
+    window = 2 * 2
+    for taken, _ in enumerate(loader, 1):
+        dataset.wait_for(min(64, (taken + window - 1) * 8))  # the batch in hand counts
+        time.sleep(0.05)  # the model
     stats = loader.stats()
     assert stats.bottleneck == "training loop"
     assert stats.wait_share < 0.1
