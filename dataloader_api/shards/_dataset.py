@@ -135,9 +135,11 @@ class TarShards(Dataset[dict[str, Any]]):
         self._ends = ends
 
     def _key(self, shard: int, name: str) -> str:
-        """What names shard ``shard`` in the index cache: its URL or absolute path."""
+        """What names shard ``shard`` in the index cache: its URL (without user info or
+        query: no credential is kept) or absolute path."""
         if self._remote is not None:
-            return str(self._remote.source.locations.of(shard))
+            source = self._remote.source
+            return _index_cache.object_key(source, source.locations.of(shard))
         return os.path.abspath(name)
 
     def _indexed(self, shard: int, name: str) -> ShardIndex:
