@@ -5,10 +5,12 @@ Last-Modified, with its length)."""
 from __future__ import annotations
 
 import base64
+import json
+import warnings
 from pathlib import Path
 
 import pytest
-from test_shards import BACKENDS, make_shards, private_cache  # noqa: F401 (a fixture)
+from test_shards import BACKENDS, make_shards, private_cache, write_shard  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset
@@ -62,3 +64,58 @@ def test_no_secret_of_a_url_or_header_reaches_the_cache(tmp_path, private_cache,
         assert sorted(x for b in loader for x in b["cls"].tolist()) == list(range(6))
         assert len(list(private_cache.glob("*.json"))) == 4
     _no_secret_in(private_cache.parent)
+
+
+def _keyed_shard(path: Path, keys: range) -> bytes:
+    """A shard whose every sample's one field holds its own key: any two such shards
+    of as many keys have the same length and layout."""
+    write_shard(path, [(f"k{key:05d}.txt", f"{key:05d}".encode()) for key in keys])
+    return path.read_bytes()
+
+
+def _items_carry_their_keys(dataset: TarShards, backend: str) -> list[str]:
+    loader = DataLoader(dataset, batch_size=2, num_workers=2, backend=backend,
+                        collate_fn=lambda batch: batch)  # fmt: skip
+    items = [item for batch in loader for item in batch]
+    assert [item["txt"] for item in items] == [item["__key__"][1:] for item in items]
+    return [item["__key__"] for item in items]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_shard_replaced_by_one_of_the_same_length_is_indexed_again(
+    tmp_path,
+    private_cache,  # noqa: F811
+    backend,
+):
+    before = _keyed_shard(tmp_path / "a.tar", range(0, 4))
+    after = _keyed_shard(tmp_path / "b.tar", range(10, 14))
+    assert len(before) == len(after) and before != after
+    with LoopbackServer({"/d/a.tar": before}) as server:
+        dataset = TarShards(server.url + "/d/a.tar", decoders={"txt": "text"})
+        assert _items_carry_their_keys(dataset, backend) == [f"k{k:05d}" for k in range(4)]
+        (entry,) = private_cache.glob("*.json")
+        assert json.loads(entry.read_bytes())["validator"]  # the ETag, kept with the index
+        server.objects["/d/a.tar"] = after  # same length, other samples
+        again = TarShards(server.url + "/d/a.tar", decoders={"txt": "text"})
+        assert _items_carry_their_keys(again, backend) == [f"k{k:05d}" for k in range(10, 14)]
+        # unchanged: the kept index is used (one small range request, no download)
+        asked = server.requests["/d/a.tar"]
+        TarShards(server.url + "/d/a.tar", decoders={"txt": "text"})
+        assert server.requests["/d/a.tar"] == asked + 1
+        assert server.headers_seen[-1]["range"] == f"bytes={len(after) - 1}-"
+
+
+def test_a_server_without_validators_warns_that_only_the_length_is_checked(tmp_path):
+    data = _keyed_shard(tmp_path / "a.tar", range(4))
+    with LoopbackServer({"/d/a.tar": data, "/d/b.tar": data}) as server:
+        server.validators = False
+        urls = [server.url + "/d/a.tar", server.url + "/d/b.tar"]
+        with pytest.warns(RuntimeWarning, match="neither ETag nor Last-Modified") as caught:
+            TarShards(urls)
+        assert len([w for w in caught if "ETag" in str(w.message)]) == 1  # once per dataset
+        with pytest.warns(RuntimeWarning, match="length only"):
+            assert len(TarShards(urls)) == 8  # from the cache, said again
+        server.validators = True  # the kept index has none, the server one now: again
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert len(TarShards(urls)) == 8

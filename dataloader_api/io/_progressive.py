@@ -166,10 +166,11 @@ async def stream_body(
             )
         if total is not None:
             sink.expect_total(total)
+        if sink.validator is None:  # a first reply that is a range (an index's end)
+            sink.validator = _validator(headers)
     else:
         skip = resumed_at
-        etag = headers.get("etag", "")
-        sink.validator = etag if etag.startswith('"') else headers.get("last-modified")
+        sink.validator = _validator(headers)
         if "content-length" in headers and not chunked:
             sink.expect_total(int(headers["content-length"]))
     length = None
@@ -201,6 +202,12 @@ async def stream_body(
         raise cut(f"the body was cut short ({read}{of} bytes)")
     if length is not None and read < length:
         raise cut(f"the body was cut short ({read} of {length} bytes)")
+
+
+def _validator(headers: dict[str, str]) -> str | None:
+    """A reply's strong ETag, else its Last-Modified (what ``If-Range`` takes)."""
+    etag = headers.get("etag", "")
+    return etag if etag.startswith('"') else headers.get("last-modified")
 
 
 def _content_range(value: str) -> tuple[int | None, int | None]:

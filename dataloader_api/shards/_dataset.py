@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from ._pattern import ShardsArg
 from ._remote_index import RemoteCompanions
 from ._streamed import StreamedShards
 from ._tar_index import ShardError, ShardIndex, scan_shard, warn_truncated
+from ._validators import current
 
 __all__ = ["TarShards"]
 
@@ -62,7 +64,10 @@ class TarShards(Dataset[dict[str, Any]]):
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
     ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
     while a local shard's size and modification time are unchanged, and a
-    remote shard's length.
+    remote shard's length and ETag (else Last-Modified; checked with one small
+    range request when the dataset is made: a shard replaced by one of the same
+    length is indexed again; a server sending neither leaves the length, with a
+    warning).
 
     Errors: a local shard that does not exist raises ``FileNotFoundError``
     naming it, a remote one the ``io`` dataset's ``FetchError``; a corrupt or
@@ -117,6 +122,7 @@ class TarShards(Dataset[dict[str, Any]]):
                 "whole, one request each (leave local_reads out)"
             )
         self._companions = RemoteCompanions(self._remote.source) if self._remote else None
+        self._warned_length_only = False
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
@@ -154,6 +160,8 @@ class TarShards(Dataset[dict[str, Any]]):
                 status = (-1, -1)  # scan_shard says what is wrong
         if cache is not None:
             kept = _index_cache.load(cache, key, name, status)
+            if kept is not None and remote is not None:
+                kept = self._unchanged(shard, kept)
             if kept is not None and (self.allow_truncated or not kept.truncated):
                 return kept  # a truncated one is indexed again: that raises
         if status is not None and status[0] >= 0:
@@ -165,8 +173,34 @@ class TarShards(Dataset[dict[str, Any]]):
         if index is None:
             index = remote.scan(shard, allowed) if remote else scan_shard(name, allowed)
         if cache is not None:
+            if remote is not None and index.validator is None:
+                self._length_only(index)
             _index_cache.store(cache, key, index)
         return index
+
+    def _unchanged(self, shard: int, kept: ShardIndex) -> ShardIndex | None:
+        """A remote shard's kept index if the shard is the one it was made from (its
+        length, and its ETag or Last-Modified, asked for with one range request)."""
+        assert self._remote is not None
+        size, validator = current(self._remote.source, shard, kept.shard, kept.size)
+        if size != kept.size or validator != kept.validator:
+            return None  # replaced (even by one of the same length): indexed again
+        if validator is None:
+            self._length_only(kept)
+        return kept
+
+    def _length_only(self, index: ShardIndex) -> None:
+        if not self._warned_length_only:
+            self._warned_length_only = True
+            warnings.warn(
+                f"TarShards: the server sends neither ETag nor Last-Modified for "
+                f"{index.shard!r} (and maybe other shards): a kept index is checked against "
+                "the shard's length only, so a shard replaced by one of the same length "
+                "would be read with the old index. Pass index_cache=False to index the "
+                "shards in each run",
+                RuntimeWarning,
+                stacklevel=4,
+            )
 
     def read_natively(self, open_reader: Callable[..., Any] | None) -> None:
         """Stream remote shards through a backend's reader (``open_reader``, the rust

@@ -6,8 +6,9 @@ absolute path (or the object's identity: its URL without user info, query or
 fragment, so that no credential, signature or token of a URL is ever written,
 in a file's name or its content; headers are never part of it), valid while
 a local shard's size and modification time are those it records; a remote
-shard's entry is checked against its length each time the shard is read, and
-forgotten when it differs. Written
+shard's entry is checked against its length and validator (ETag, else
+Last-Modified) when the dataset is made (``_validators``), against its length
+each time the shard is read, and forgotten when it differs. Written
 to a temporary name then renamed, so that ranks indexing the same shards at
 once never read half a file. The folder is ``index_cache=``,
 else ``$DATALOADER_CACHE_DIR/tar-index``, else ``$XDG_CACHE_HOME`` or
@@ -31,7 +32,8 @@ from ._tar_index import Sample, ShardIndex
 
 __all__ = ["default_folder", "forget", "load", "object_key", "store"]
 
-_VERSION = 2  # 2: companion indexes checked to cover their shard, truncated shards marked
+_VERSION = 3  # 2: companion indexes checked to cover their shard, truncated shards marked;
+# 3: a remote shard's validator (ETag or Last-Modified) kept
 _warned: set[str] = set()
 
 
@@ -74,10 +76,18 @@ def load(folder: Path, key: str, shard: str, status: tuple[int, int] | None) -> 
             Sample(name, tuple((extension, offset, size) for extension, offset, size in fields))
             for name, fields in data["samples"]
         )
+        validator = data["validator"]
+        if validator is not None and not isinstance(validator, str):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent, stale or unreadable: index again
     return ShardIndex(
-        shard, *recorded, samples, bool(data["from_companion"]), bool(data["truncated"])
+        shard,
+        *recorded,
+        samples,
+        bool(data["from_companion"]),
+        bool(data["truncated"]),
+        validator,
     )
 
 
@@ -97,6 +107,7 @@ def store(folder: Path, key: str, index: ShardIndex) -> None:
         "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
         "from_companion": index.from_companion,  # its tar headers are checked as read
         "truncated": index.truncated,  # read as it is (allow_truncated=True) only
+        "validator": index.validator,  # a remote shard's ETag or Last-Modified: checked
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -20,17 +20,16 @@ the dataset stops asking.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io._base import run_sync
 from ..io._errors import FetchError
 from ..io._locations import Locations
-from ..io._progressive import ProgressiveBytes
 from ._companion import companion_path, parse_members
 from ._coverage import check_coverage, first_read
 from ._tar_index import ShardError, ShardIndex, group_members
+from ._validators import Tail
 
 __all__ = ["RemoteCompanions"]
 
@@ -63,14 +62,14 @@ class RemoteCompanions:
         shown = f"{name.rsplit('/', 1)[0]}/{companion_path(name.rsplit('/', 1)[-1])}"
         members = parse_members(shown, text, None)
         end = max((data + size for _, _, data, size in members), default=0)
-        tail = _Tail(first_read(members), end, name)
+        tail = Tail(first_read(members), end, name)
         location = self.source.locations.of(shard)
         run_sync(self.source.read(shard, location, tail))
         if end > tail.size:
             raise ShardError(shown, 0, f"indexes bytes past the shard's {tail.size}")
         truncated = check_coverage(shown, name, members, tail.read, allow_truncated)
         samples = group_members(shown, members)
-        return ShardIndex(name, tail.size, 0, samples, from_companion=True, truncated=truncated)
+        return ShardIndex(name, tail.size, 0, samples, True, truncated, validator=tail.validator)
 
 
 def _beside(location: str) -> str:
@@ -79,37 +78,3 @@ def _beside(location: str) -> str:
         return companion_path(location)
     parts = urlsplit(location)
     return urlunsplit(parts._replace(path=companion_path(parts.path)))
-
-
-class _Tail(ProgressiveBytes):
-    """A sink that starts at ``start``: a client resuming into it asks for the rest
-    only (``Range: bytes=start-``); ``size`` is what the reply says the whole is,
-    which must reach ``end`` (where the index's last member ends)."""
-
-    def __init__(self, start: int, end: int, shard: str) -> None:
-        mismatch: Callable[[int], BaseException] = lambda total: ShardError(  # noqa: E731
-            shard, total, f"ends before its index's last member ends, at {end}"
-        )
-        super().__init__(0, mismatch)
-        self.size = self._received = start
-        self.data = bytearray()
-        self._start, self._end = start, end
-
-    def expect_total(self, total: int) -> None:
-        if total < self._end:
-            raise self._mismatch(total)
-        self.size = total
-
-    def read(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at ``offset`` of the shard (fewer at its end)."""
-        at = offset - self._start
-        if at < 0:  # not asked for: check_coverage reads from first_read on
-            raise AssertionError(f"offset {offset} before the range read from {self._start}")
-        return bytes(self.data[at : at + length])
-
-    def write(self, chunk: bytes | bytearray | memoryview) -> None:
-        self.data += chunk
-        self._received += len(chunk)
-
-    def matches(self, offset: int, chunk: bytes) -> bool:
-        return True  # a whole reply's first bytes (the range was ignored): not needed

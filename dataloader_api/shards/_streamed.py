@@ -24,6 +24,7 @@ waiting on it.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 import weakref
@@ -34,6 +35,7 @@ from typing import Any
 from ..io._progressive import ProgressiveBytes
 from ._native_shard import NativeShard, NativeStreams
 from ._tar_index import ShardIndex, scan_tar
+from ._validators import read_whole
 
 __all__ = ["StreamedShards"]
 
@@ -83,12 +85,14 @@ class StreamedShards:
         return streaming
 
     def scan(self, shard: int, allow_truncated: bool = False) -> ShardIndex:
-        """Index a shard, read whole (its size is not known before); it is kept."""
-        data = bytes(self.source[shard])
+        """Index a shard, read whole (its size is not known before); it is kept. The
+        index holds the reply's validator (``_validators``)."""
+        data, validator = read_whole(self.source, shard, self.names[shard])
         with self._lock:
             self._make_room(len(data))
             self._admit(ProgressiveBytes.complete(data), shard)
-        return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0, allow_truncated)
+        index = scan_tar(self.names[shard], io.BytesIO(data), len(data), 0, allow_truncated)
+        return dataclasses.replace(index, validator=validator)
 
     def _make_room(self, size: int) -> None:
         """Push out the least recently used shards (their readers still hold them)

@@ -97,6 +97,8 @@ class ShardIndex:
     from_companion: bool = False
     # without its end-of-archive block, read as it is (allow_truncated=True)
     truncated: bool = False
+    # a remote shard's strong ETag or Last-Modified when it was indexed (None: not sent)
+    validator: str | None = None
 
 
 def _check_end(
