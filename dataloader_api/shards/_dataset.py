@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import os
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..io._base import AsyncReadDataset
 from ..io._locations import item_index
 from . import _index_cache
 from ._arguments import cache_folder, check_bool, check_bound, remote_source, shard_names
-from ._companion import read_companion
+from ._companion import dali_path, read_companion
 from ._coverage import check_header
 from ._decoders import checked_decoders
 from ._fields import check_fields, checked_optional
@@ -123,6 +124,8 @@ class TarShards(Dataset[dict[str, Any]]):
             )
         self._companions = RemoteCompanions(self._remote.source) if self._remote else None
         self._warned_length_only = False
+        dali = Counter(dali_path(name) for name in names)  # DALI's names shared by shards
+        self._shared = [dali[dali_path(name)] > 1 for name in names]
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
@@ -165,7 +168,8 @@ class TarShards(Dataset[dict[str, Any]]):
             if kept is not None and (self.allow_truncated or not kept.truncated):
                 return kept  # a truncated one is indexed again: that raises
         if status is not None and status[0] >= 0:
-            companion = read_companion(name, *status, self.allow_truncated)
+            shared = self._shared[shard]
+            companion = read_companion(name, *status, self.allow_truncated, shared)
             if companion is not None:
                 return companion
         companions, allowed = self._companions, self.allow_truncated
