@@ -16,7 +16,8 @@ import pytest
 from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
-from dataloader_api.io.loopback import LoopbackServer
+from dataloader_api.io import FetchError, HttpDataset, RetryPolicy
+from dataloader_api.io.loopback import LoopbackServer, Status
 from dataloader_api.shards import ShardError, TarShards
 from dataloader_api.shards import _dataset as dataset_module
 from dataloader_api.shards.__main__ import main
@@ -166,3 +167,21 @@ def test_a_bad_index_names_the_command_that_writes_a_good_one(tmp_path):
     index.write_text(lines[0].replace("v1.2", "v1.1") + "\n")
     with pytest.raises(ShardError, match=r"v1\.1.*python -m dataloader_api\.shards index"):
         TarShards(str(shard), index_cache=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_remote_errors_name_the_shard_not_an_item(tmp_path, backend):
+    shards = [_shard(tmp_path / f"s-{s}.tar", range(3 * s, 3 * s + 3)) for s in range(3)]
+    objects = {f"/d/{p.name}": p.read_bytes() for p in shards}
+    fast = RetryPolicy(max_retries=1, backoff=0.001)
+    with LoopbackServer(objects) as server:
+        urls = [f"{server.url}/d/s-{s}.tar" for s in range(3)]
+        with pytest.raises(FetchError, match=r"^shard 3: GET .*/d/s-3\.tar: HTTP 404") as caught:
+            TarShards(HttpDataset([*urls, f"{server.url}/d/s-3.tar"]), index_cache=False)
+        assert caught.value.index == 3 and caught.value.status == 404
+        dataset = TarShards(HttpDataset(urls, retry=fast), index_cache=False)
+        dataset._remote._kept.clear()  # read again: now failing
+        server.fail("/d/s-1.tar", *[Status(500)] * 8)
+        loader = DataLoader(dataset, batch_size=3, backend=backend)
+        with pytest.raises(FetchError, match=r"^shard 1: GET .*/d/s-1\.tar: .*HTTP 500"):
+            list(loader)

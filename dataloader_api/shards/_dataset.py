@@ -11,6 +11,7 @@ from typing import Any
 
 from .._datasets import Dataset
 from ..io._base import AsyncReadDataset
+from ..io._errors import FetchError, relabeled
 from ..io._locations import item_index
 from . import _index_cache
 from ._arguments import cache_folder, check_bool, check_bound, remote_source, shard_names
@@ -71,7 +72,8 @@ class TarShards(Dataset[dict[str, Any]]):
     warning).
 
     Errors: a local shard that does not exist raises ``FileNotFoundError``
-    naming it, a remote one the ``io`` dataset's ``FetchError``; a corrupt or
+    naming it, a remote one the ``io`` dataset's ``FetchError`` (its message
+    starting ``shard 1:``, its ``index`` the shard's); a corrupt or
     cut-short shard, a field twice in a sample, or a shard changed since it
     was indexed raise ``ShardError`` naming the shard and the offset. No
     sample is ever silently dropped: a shard must end with tar's
@@ -153,6 +155,12 @@ class TarShards(Dataset[dict[str, Any]]):
 
     def _indexed(self, shard: int, name: str) -> ShardIndex:
         """From the cache, else (local) a companion index file, else the shard's headers."""
+        try:
+            return self._index_of(shard, name)
+        except FetchError as error:  # the io dataset's item is a shard here
+            raise relabeled(error, f"shard {shard}") from None
+
+    def _index_of(self, shard: int, name: str) -> ShardIndex:
         cache, remote, key = self._cache, self._remote, self._key(shard, name)
         status = None
         if remote is None:
@@ -272,10 +280,13 @@ class TarShards(Dataset[dict[str, Any]]):
             fields = [(e, data[o - start : o - start + n]) for e, o, n in sample.fields]
             headers = [data[o - start - _BLOCK : o - start] for _, o, _ in sample.fields]
         else:  # taken as soon as this sample's bytes have arrived
-            streamed = self._streams.streamed(shard, shard_index.size, self._mismatch(shard))
-            fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
-            if checked:
-                headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
+            try:
+                streamed = self._streams.streamed(shard, shard_index.size, self._mismatch(shard))
+                fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
+                if checked:
+                    headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
+            except FetchError as error:  # the io dataset's item is a shard here
+                raise relabeled(error, f"shard {shard}") from None
         if checked:
             for header, (extension, offset, size) in zip(headers, sample.fields, strict=True):
                 check_header(shard_index.shard, header, offset, size, f"{sample.key}.{extension}")
