@@ -15,7 +15,7 @@ from test_shards import BACKENDS, make_shards, private_cache, write_shard  # noq
 from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset
 from dataloader_api.io.loopback import LoopbackServer
-from dataloader_api.shards import TarShards
+from dataloader_api.shards import ShardSampler, TarShards
 
 SECRETS = ("s3cr3tPassw0rd", "SIGNATUREs3cr3t", "ACCESSTOKENs3cr3t", "HEADERs3cr3t")
 
@@ -119,3 +119,27 @@ def test_a_server_without_validators_warns_that_only_the_length_is_checked(tmp_p
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert len(TarShards(urls)) == 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_access_that_reads_shards_again_and_again_names_shard_sampler(tmp_path, backend):
+    make_shards(tmp_path, 6, 6)
+    objects = {f"/d/train-{s:03d}.tar": (tmp_path / f"train-{s:03d}.tar").read_bytes()
+               for s in range(6)}  # fmt: skip
+    with LoopbackServer(objects) as server:
+        pattern = server.url + "/d/train-{000..005}.tar"
+        dataset = TarShards(pattern, decoders={"cls": "int"}, max_shards_in_memory=2,
+                            index_cache=False)  # fmt: skip
+        loader = DataLoader(dataset, batch_size=4, sampler=ShardSampler(dataset, window=1),
+                            num_workers=2, backend=backend)  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert sorted(x for b in loader for x in b["cls"].tolist()) == list(range(36))
+        assert not [w for w in caught if "ShardSampler" in str(w.message)]
+        before = sum(server.requests.values())
+        shuffled = DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2,
+                              backend=backend)  # fmt: skip
+        with pytest.warns(RuntimeWarning, match=r"read again \d+ times.*ShardSampler") as caught:
+            assert sorted(x for b in shuffled for x in b["cls"].tolist()) == list(range(36))
+        assert len([w for w in caught if "ShardSampler" in str(w.message)]) == 1  # once
+        assert sum(server.requests.values()) - before > 12  # why it warns: shards again

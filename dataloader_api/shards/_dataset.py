@@ -281,7 +281,9 @@ class TarShards(Dataset[dict[str, Any]]):
             headers = [data[o - start - _BLOCK : o - start] for _, o, _ in sample.fields]
         else:  # taken as soon as this sample's bytes have arrived
             try:
-                streamed = self._streams.streamed(shard, shard_index.size, self._mismatch(shard))
+                streamed = self._streams.streamed(
+                    shard, shard_index.size, self._mismatch(shard), len(shard_index.samples)
+                )
                 fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
                 if checked:
                     headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
