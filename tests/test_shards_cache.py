@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import platform
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -143,3 +147,49 @@ def test_random_access_that_reads_shards_again_and_again_names_shard_sampler(tmp
             assert sorted(x for b in shuffled for x in b["cls"].tolist()) == list(range(36))
         assert len([w for w in caught if "ShardSampler" in str(w.message)]) == 1  # once
         assert sum(server.requests.values()) - before > 12  # why it warns: shards again
+
+
+_FREED_BUFFERS = """
+import gc
+from dataloader_api.io._progressive import ProgressiveBytes
+
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) * 1024
+
+freed = bytearray(16 << 20)
+del freed  # glibc's mmap threshold rises to 16 MiB: 8 MiB blocks then come from its heap
+chunk = b"1" * (1 << 20)
+base = rss()
+buffers, pins = [], []
+for _ in range(8):  # eight shard buffers of 8 MiB, filled as a reply fills them
+    buffer = ProgressiveBytes(8 << 20, AssertionError)
+    for _ in range(8):
+        buffer.write(chunk)
+    buffers.append(buffer)
+    pins.append(bytearray(200_000))  # blocks after each on the heap, still alive
+full = rss() - base
+del buffers, buffer
+gc.collect()
+print(full >> 20, (rss() - base) >> 20)
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="glibc's malloc and /proc/self/status",
+)
+def test_freed_shard_buffers_go_back_to_the_system():
+    """A process cycling through shard buffers (shuffled reads under
+    max_bytes_in_memory) kept every freed one: measured in a child process."""
+    root = Path(__file__).resolve().parents[1]
+    environment = {
+        **os.environ,
+        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    done = subprocess.run([sys.executable, "-c", _FREED_BUFFERS], capture_output=True,
+                          text=True, env=environment, timeout=120, check=True)  # fmt: skip
+    full, after = map(int, done.stdout.split())
+    assert full >= 60  # the 64 MiB were there
+    assert after <= 16, f"{after} MiB of 64 MiB of freed shard buffers still resident"
