@@ -20,6 +20,7 @@ from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset
 from dataloader_api.io.loopback import LoopbackServer
 from dataloader_api.shards import ShardSampler, TarShards
+from dataloader_api.shards.__main__ import main
 
 SECRETS = ("s3cr3tPassw0rd", "SIGNATUREs3cr3t", "ACCESSTOKENs3cr3t", "HEADERs3cr3t")
 
@@ -193,3 +194,27 @@ def test_freed_shard_buffers_go_back_to_the_system():
     full, after = map(int, done.stdout.split())
     assert full >= 60  # the 64 MiB were there
     assert after <= 16, f"{after} MiB of 64 MiB of freed shard buffers still resident"
+
+
+def test_kept_indexes_are_checked_at_once_and_a_companions_validator_is_kept(
+    tmp_path,
+    private_cache,  # noqa: F811
+):
+
+    shards = [_keyed_shard(tmp_path / f"s-{s}.tar", range(4 * s, 4 * s + 4)) for s in range(8)]
+    objects = {f"/d/s-{s}.tar": data for s, data in enumerate(shards)}
+    main(["index", *(str(tmp_path / f"s-{s}.tar") for s in range(8))])
+    objects.update({f"/d/s-{s}.idx": (tmp_path / f"s-{s}.idx").read_bytes() for s in range(8)})
+    with LoopbackServer(objects, latency=0.05) as server:
+        urls = [f"{server.url}/d/s-{s}.tar" for s in range(8)]
+        first = TarShards(urls)  # from the companions: an index file and a range each
+        assert all(index.from_companion for index in first._indexes)
+        entries = [json.loads(p.read_bytes()) for p in private_cache.glob("*.json")]
+        assert len(entries) == 8 and all(entry["validator"] for entry in entries)
+        server.peak_in_flight = 0
+        asked = dict(server.requests)
+        TarShards(urls)  # kept: one range request per shard, all in flight at once
+        assert {
+            p: n - asked.get(p, 0) for p, n in server.requests.items() if n != asked.get(p, 0)
+        } == {f"/d/s-{s}.tar": 1 for s in range(8)}
+        assert server.peak_in_flight > 1

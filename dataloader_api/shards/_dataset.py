@@ -128,10 +128,11 @@ class TarShards(Dataset[dict[str, Any]]):
         self._warned_length_only = False
         dali = Counter(dali_path(name) for name in names)  # DALI's names shared by shards
         self._shared = [dali[dali_path(name)] > 1 for name in names]
+        self._now = self._remote_now(names)
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
-        self._companions = None  # what indexing needed: not kept, not pickled
+        self._companions = self._now = None  # what indexing needed: not kept, not pickled
         for index in self._indexes:
             if index.truncated:  # allow_truncated=True: from headers, a companion or the cache
                 warn_truncated(index)
@@ -190,11 +191,29 @@ class TarShards(Dataset[dict[str, Any]]):
             _index_cache.store(cache, key, index)
         return index
 
+    def _remote_now(self, names: list[str]) -> dict[int, tuple[int, str | None]] | None:
+        """The length and validator now of each remote shard with a kept index (asked
+        for all at once, when the dataset is made)."""
+        if self._remote is None or self._cache is None:
+            return None
+        kept = [
+            (s, _index_cache.load(self._cache, self._key(s, n), n, None))
+            for s, n in enumerate(names)
+        ]
+        asked = [(s, index.shard, index.size) for s, index in kept if index is not None]
+        try:
+            return current(self._remote.source, asked) if asked else {}
+        except FetchError as error:  # the io dataset's item is a shard here
+            raise relabeled(error, f"shard {error.index}") from None
+
     def _unchanged(self, shard: int, kept: ShardIndex) -> ShardIndex | None:
         """A remote shard's kept index if the shard is the one it was made from (its
         length, and its ETag or Last-Modified, asked for with one range request)."""
         assert self._remote is not None
-        size, validator = current(self._remote.source, shard, kept.shard, kept.size)
+        now = self._now.get(shard) if self._now is not None else None
+        if now is None:  # kept by another process meanwhile
+            now = current(self._remote.source, [(shard, kept.shard, kept.size)])[shard]
+        size, validator = now
         if size != kept.size or validator != kept.validator:
             return None  # replaced (even by one of the same length): indexed again
         if validator is None:

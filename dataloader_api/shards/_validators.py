@@ -1,6 +1,7 @@
 """A remote shard's identity beyond its length: the validator (strong ETag, else
 Last-Modified) of the reply it was indexed from, kept with its index, and
-checked with one small range request before a kept index is used again.
+checked with one small range request before a kept index is used again
+(every kept shard's at once, when the dataset is made).
 
 A shard replaced on the server by one of the same length (another shard of
 the same layout, written again with other samples) has another ETag: its
@@ -13,6 +14,7 @@ client when the dataset is made, whichever backend then streams the shards
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -68,9 +70,17 @@ def read_whole(source: Any, shard: int, name: str) -> tuple[bytes, str | None]:
     return bytes(whole.data), whole.validator
 
 
-def current(source: Any, shard: int, name: str, size: int) -> tuple[int, str | None]:
-    """Shard ``shard``'s length and validator now: one range request for its last byte
-    (a server that ignores the range sends it all)."""
-    probe = Tail(max(size - 1, 0), 0, name)
-    run_sync(source.read(shard, source.locations.of(shard), probe))
-    return probe.size, probe.validator
+def current(source: Any, shards: list[tuple[int, str, int]]) -> dict[int, tuple[int, str | None]]:
+    """The length and validator now of each ``(shard, name, indexed size)``: one range
+    request for its last byte each (a server that ignores the range sends it all),
+    all at once within the client's connection limits."""
+
+    async def one(shard: int, name: str, size: int) -> tuple[int, tuple[int, str | None]]:
+        probe = Tail(max(size - 1, 0), 0, name)
+        await source.read(shard, source.locations.of(shard), probe)
+        return shard, (probe.size, probe.validator)
+
+    async def every() -> list[tuple[int, tuple[int, str | None]]]:
+        return await asyncio.gather(*(one(*shard) for shard in shards))
+
+    return dict(run_sync(every()))
