@@ -19,7 +19,7 @@ from test_shards import BACKENDS, make_shards, private_cache, write_shard  # noq
 from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset
 from dataloader_api.io.loopback import LoopbackServer
-from dataloader_api.shards import ShardSampler, TarShards
+from dataloader_api.shards import ShardError, ShardSampler, TarShards
 from dataloader_api.shards.__main__ import main
 
 SECRETS = ("s3cr3tPassw0rd", "SIGNATUREs3cr3t", "ACCESSTOKENs3cr3t", "HEADERs3cr3t")
@@ -218,3 +218,23 @@ def test_kept_indexes_are_checked_at_once_and_a_companions_validator_is_kept(
             p: n - asked.get(p, 0) for p, n in server.requests.items() if n != asked.get(p, 0)
         } == {f"/d/s-{s}.tar": 1 for s in range(8)}
         assert server.peak_in_flight > 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_shard_replaced_while_the_dataset_is_used_is_an_error(
+    tmp_path,
+    private_cache,  # noqa: F811
+    backend,
+    monkeypatch,
+):
+    monkeypatch.setenv("DATALOADER_NATIVE_IO", "0")  # the rust reader gives no reply headers
+    before = _keyed_shard(tmp_path / "a.tar", range(0, 4))
+    after = _keyed_shard(tmp_path / "b.tar", range(10, 14))
+    with LoopbackServer({"/d/a.tar": before, "/d/b.tar": before}) as server:
+        dataset = TarShards([server.url + "/d/a.tar", server.url + "/d/b.tar"],
+                            decoders={"txt": "text"}, max_shards_in_memory=1)  # fmt: skip
+        server.objects["/d/a.tar"] = after  # same length, other samples
+        loader = DataLoader(dataset, batch_size=2, backend=backend, collate_fn=lambda b: b)
+        with pytest.raises(ShardError, match=r"a\.tar.*replaced since it was indexed"):
+            list(loader)  # shard 1 (kept) first is fine; shard 0 is read again
+        assert len(list(private_cache.glob("*.json"))) == 1  # its index is no longer kept

@@ -59,6 +59,10 @@ class ProgressiveBytes:
         #: the first reply's strong ETag (or Last-Modified): a resumed read sends it
         #: as If-Range, so a server whose object changed answers with all of it
         self.validator: str | None = None
+        #: the validator the object must have (it was indexed with it), if known: a
+        #: reply with another raises ``replaced(validator)``
+        self.expected: str | None = None
+        self.replaced: Callable[[str], BaseException] | None = None
 
     @classmethod
     def complete(cls, data: bytes) -> ProgressiveBytes:
@@ -186,6 +190,12 @@ async def stream_body(
         sink.validator = _validator(headers)
         if "content-length" in headers and not chunked:
             sink.expect_total(int(headers["content-length"]))
+        validator, replaced = sink.validator, sink.replaced
+        checked = not resumed_at and None not in (sink.expected, validator)
+        if checked and validator != sink.expected and replaced is not None:
+            # the first reply: of the same length, but not the object indexed (a
+            # resumed one's bytes already received are compared instead)
+            raise replaced(validator or "")
     length = None
     if "content-length" in headers and not chunked:
         length = int(headers["content-length"])

@@ -300,8 +300,14 @@ class TarShards(Dataset[dict[str, Any]]):
             headers = [data[o - start - _BLOCK : o - start] for _, o, _ in sample.fields]
         else:  # taken as soon as this sample's bytes have arrived
             try:
+                validator = shard_index.validator
+                expected = None if validator is None else (validator, self._replaced(shard))
                 streamed = self._streams.streamed(
-                    shard, shard_index.size, self._mismatch(shard), len(shard_index.samples)
+                    shard,
+                    shard_index.size,
+                    self._mismatch(shard),
+                    len(shard_index.samples),
+                    expected,
                 )
                 fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
                 if checked:
@@ -333,6 +339,24 @@ class TarShards(Dataset[dict[str, Any]]):
             )
 
         return changed
+
+    def _replaced(self, shard: int) -> Callable[[str], ShardError]:
+        """What a remote shard with another validator than indexed raises (replaced by
+        one of the same length since the dataset was made; its index is forgotten)."""
+        indexed = self._indexes[shard]
+
+        def replaced(validator: str) -> ShardError:
+            if self._cache is not None:
+                _index_cache.forget(self._cache, self._key(shard, indexed.shard))
+            return ShardError(
+                indexed.shard,
+                0,
+                f"replaced since it was indexed (validator {indexed.validator!r} then, "
+                f"{validator!r} now, the same length): make the dataset again (its index "
+                "is no longer kept)",
+            )
+
+        return replaced
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"

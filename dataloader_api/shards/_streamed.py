@@ -69,11 +69,15 @@ class StreamedShards:
         size: int,
         mismatch: Callable[[int], BaseException],
         samples: int | None = None,
+        expected: tuple[str, Callable[[str], BaseException]] | None = None,
     ) -> ProgressiveBytes | NativeShard:
         """Shard ``shard``'s bytes as they arrive: kept, streaming, or requested now.
         ``mismatch(total)`` is what a reply of another size than ``size`` raises;
         ``samples`` how many samples the shard holds (a shard read again before
-        half of them were asked of its last read is counted: random access)."""
+        half of them were asked of its last read is counted: random access);
+        ``expected`` the validator the shard was indexed with and what a reply with
+        another raises (checked by the reference's client; the native reader does
+        not hand its reply headers back)."""
         with self._lock:
             kept = self._kept.get(shard)
             if kept is not None and not kept.failed:  # a failed read is tried again
@@ -97,6 +101,8 @@ class StreamedShards:
                 streaming = native.start(shard, size, mismatch)
             else:
                 streaming = ProgressiveBytes(size, mismatch)
+                if expected is not None:
+                    streaming.expected, streaming.replaced = expected
             self._admit(streaming, shard)
         if isinstance(streaming, ProgressiveBytes):
             self.source.start_streaming(shard, streaming)
