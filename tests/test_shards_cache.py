@@ -17,7 +17,7 @@ import pytest
 from test_shards import BACKENDS, make_shards, private_cache, write_shard  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
-from dataloader_api.io import HttpDataset
+from dataloader_api.io import HttpDataset, ObjectStoreDataset
 from dataloader_api.io.loopback import LoopbackServer
 from dataloader_api.shards import ShardError, ShardSampler, TarShards
 from dataloader_api.shards.__main__ import main
@@ -238,3 +238,37 @@ def test_a_shard_replaced_while_the_dataset_is_used_is_an_error(
         with pytest.raises(ShardError, match=r"a\.tar.*replaced since it was indexed"):
             list(loader)  # shard 1 (kept) first is fine; shard 0 is read again
         assert len(list(private_cache.glob("*.json"))) == 1  # its index is no longer kept
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    from s3_server import run_s3_server
+
+    yield from run_s3_server()
+
+
+def test_object_store_shards_are_kept_by_key_with_their_etag_and_no_secret(
+    tmp_path,
+    endpoint,
+    monkeypatch,
+    private_cache,  # noqa: F811
+):
+    boto3 = pytest.importorskip("boto3", reason="boto3 uploads the test shards")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDs3cr3t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRETS[0])
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="kept")
+    client.put_object(Bucket="kept", Key="a.tar", Body=_keyed_shard(tmp_path / "a.tar", range(4)))
+    store = ObjectStoreDataset("s3://kept/", ["a.tar"], endpoint_url=endpoint, region="us-east-1")
+    assert [item["__key__"] for item in TarShards(store)] == [f"k{k:05d}" for k in range(4)]
+    (entry,) = [json.loads(p.read_bytes()) for p in private_cache.glob("*.json")]
+    assert entry["path"] == f"{endpoint}/kept/a.tar" and entry["validator"]
+    after = _keyed_shard(tmp_path / "b.tar", range(10, 14))
+    client.put_object(Bucket="kept", Key="a.tar", Body=after)  # same length, other samples
+    again = TarShards(ObjectStoreDataset("s3://kept/", ["a.tar"], endpoint_url=endpoint,
+                                         region="us-east-1"), decoders={"txt": "text"})  # fmt: skip
+    assert [(i["__key__"], i["txt"]) for i in again] == [
+        (f"k{k:05d}", f"{k:05d}") for k in range(10, 14)
+    ]
+    for _, data in _cache_bytes(private_cache.parent):
+        assert b"AKIDs3cr3t" not in data and SECRETS[0].encode() not in data
