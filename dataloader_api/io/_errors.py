@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FetchError", "ItemTooLargeError"]
+__all__ = ["FetchError", "ItemTooLargeError", "relabeled"]
 
 
 class FetchError(OSError):
@@ -45,3 +45,14 @@ def _rebuild(
     OSError.__init__(error, text)
     error.index, error.location, error.status, error.attempts = index, location, status, attempts
     return error
+
+
+def relabeled(error: FetchError, label: str) -> FetchError:
+    """``error`` said of ``label`` (``"shard 1"``: a dataset whose items are not the
+    io dataset's) instead of ``item 1``; the same class and attributes."""
+    text = str(error.args[0]) if error.args else ""
+    prefix = f"item {error.index!r}: "
+    if not text.startswith(prefix):
+        return error
+    text = f"{label}: {text[len(prefix) :]}"
+    return _rebuild(type(error), text, error.index, error.location, error.status, error.attempts)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import random
 import select
 import selectors
@@ -123,6 +124,8 @@ class LoopbackServer:
         self.objects = dict(objects or {})
         #: answer as HTTP/1.0 servers do: one reply per connection, then close it
         self.close = close
+        #: send ETag and Last-Modified with each object (False: neither, as some servers)
+        self.validators = True
         #: the share of requests (without a queued fault) answered 503, at random
         self.fault_rate = fault_rate
         self._random = random.Random(0)
@@ -198,6 +201,20 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def validators_of(self, path: str, body: bytes) -> str:
+        """The ETag and Last-Modified header lines of an object (its whole body), as
+        object stores send them with every reply (clients resuming a read, or
+        checking a kept index, compare them): the ETag a hash of the content, so an
+        object replaced by one of the same length has another; none when
+        ``validators`` is False."""
+        if not self.validators:
+            return ""
+        if self._generate is not None and path not in self.objects:
+            tag = f"{path[1:]}-{len(body):x}"  # generated: the index and size say it all
+        else:
+            tag = hashlib.blake2b(body, digest_size=12).hexdigest()
+        return f'ETag: "{tag}"\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n'
 
     def body_of(self, path: str) -> bytes | None:
         if path in self.objects:
@@ -276,10 +293,11 @@ class _Protocol(asyncio.Protocol):
         if body is None:
             self._send(transport, 404, b"no such object\n", "")
             return
-        code, extra = 200, ""
+        code, extra = 200, self.server.validators_of(path, body)
         first = _range_start(headers.get("range", ""))
         if first is not None and first < len(body) and not isinstance(fault, IgnoreRange | Replace):
-            code, extra = 206, f"Content-Range: bytes {first}-{len(body) - 1}/{len(body)}\r\n"
+            extra += f"Content-Range: bytes {first}-{len(body) - 1}/{len(body)}\r\n"
+            code = 206
             body = body[first:]
         if isinstance(fault, Reset):
             transport.write(_head(code, len(body), extra))
@@ -357,10 +375,7 @@ def _head(code: int, length: int, extra: str, version: str = "HTTP/1.1") -> byte
     reason = _REASONS.get(code, "Status")
     return (
         f"{version} {code} {reason}\r\nContent-Length: {length}\r\n"
-        f"Content-Type: application/octet-stream\r\n"
-        # What object stores send with every object (clients resuming a read check them).
-        f'ETag: "{length:x}"\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n'
-        f"{extra}\r\n"
+        f"Content-Type: application/octet-stream\r\n{extra}\r\n"
     ).encode("latin-1")
 
 

@@ -4,9 +4,15 @@ next to a local shard, read instead of the shard's headers.
 DALI's format v1.2: a first line ``v1.2 <samples>``, then one line per sample
 holding, for each of its members, ``<extension> <data offset> <size> <name>``.
 The names give the samples' keys, so a v1.1 index (no names) is refused,
-naming the tool that writes v1.2. The file is where DALI's tool puts it by
-default: the shard's path up to the first dot of its file name, then
-``.idx`` (``train-000001.tar`` next to ``train-000001.idx``).
+naming the tool that writes v1.2. The file is the shard's path with its last
+extension replaced by ``.idx`` (``train-000001.tar`` next to
+``train-000001.idx``, where DALI's tool puts it too; ``set.v2-000.tar`` next
+to ``set.v2-000.idx``). DALI's tool names it by the path up to the first dot
+of the file name (``set.idx`` for ``set.v2-000.tar`` and ``set.v2-001.tar``
+alike): that name is read too, when no other shard of the dataset has it.
+``python -m dataloader_api.shards index SHARD...`` (``write_index``) writes
+an index this package accepts: every regular member where tar puts it (pax
+and long-name headers read, as DALI's tool with GNU tar does not).
 
 An index file is not trusted blindly: one older than its shard is not used
 (with a warning); its fields must lie in the shard, in order, each past a
@@ -20,40 +26,68 @@ never hands out other bytes.
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 
-from ._coverage import Members, check_coverage
-from ._tar_index import Sample, ShardError, ShardIndex, group_members
+from ._coverage import REWRITE, Members, check_coverage
+from ._tar_index import Sample, ShardError, ShardIndex, group_members, split_name, tar_members
 
-__all__ = ["companion_path", "parse_index", "parse_members", "read_companion"]
+__all__ = [
+    "companion_path",
+    "companion_paths",
+    "dali_path",
+    "parse_index",
+    "parse_members",
+    "read_companion",
+    "write_index",
+]
 
 _BLOCK = 512
 
 
 def companion_path(shard: str) -> str:
-    """Where DALI's ``wds2idx.py`` writes ``shard``'s index by default."""
+    """Where ``shard``'s own index is: its path with its last extension replaced by
+    ``.idx`` (``.idx`` added to a name without one)."""
+    name_start = shard.rfind("/") + 1
+    dot = shard.rfind(".")
+    return (shard[:dot] if dot > name_start else shard) + ".idx"
+
+
+def dali_path(shard: str) -> str:
+    """Where DALI's ``wds2idx.py`` writes ``shard``'s index by default: the path up to
+    the first dot of the file name, then ``.idx``."""
     name_start = shard.rfind("/") + 1
     dot = shard.find(".", name_start + 1)  # a leading dot is part of the name
     return (shard[:dot] if dot >= 0 else shard) + ".idx"
 
 
+def companion_paths(shard: str, shared: bool) -> list[str]:
+    """The index files of ``shard`` to look for, in order: its own, then DALI's name
+    unless another shard of the dataset has that one too (``shared``)."""
+    own, dali = companion_path(shard), dali_path(shard)
+    return [own] if dali == own or shared else [own, dali]
+
+
 def read_companion(
-    shard: str, size: int, mtime_ns: int, allow_truncated: bool = False
+    shard: str, size: int, mtime_ns: int, allow_truncated: bool = False, shared: bool = False
 ) -> ShardIndex | None:
     """``shard``'s index from its companion file, or None when it has none (or a
     stale one, which warns); it must cover the whole shard."""
-    path = companion_path(shard)
-    try:
-        with open(path, "rb") as file:
-            status = os.fstat(file.fileno())
-            text = file.read()
-    except FileNotFoundError:
+    for path in companion_paths(shard, shared):
+        try:
+            with open(path, "rb") as file:
+                status = os.fstat(file.fileno())
+                text = file.read()
+        except FileNotFoundError:
+            continue
+        break
+    else:
         return None
     if status.st_mtime_ns < mtime_ns:
         warnings.warn(
             f"TarShards: the index {path!r} is older than its shard {shard!r}, so it is "
             "not used (the shard's headers are read instead): write it again with "
-            "DALI's wds2idx.py, or delete it",
+            f"python -m dataloader_api.shards index {shard}, or delete it",
             RuntimeWarning,
             stacklevel=5,
         )
@@ -68,6 +102,51 @@ def read_companion(
         os.close(descriptor)
     samples = group_members(path, members)
     return ShardIndex(shard, size, mtime_ns, samples, from_companion=True, truncated=truncated)
+
+
+def index_text(shard: str) -> tuple[bytes, int]:
+    """The v1.2 index of the local tar ``shard`` (every regular member, one line per
+    webdataset sample) and its number of samples; checked to cover the shard."""
+    with open(shard, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        members, _, _ = tar_members(shard, file, size)
+        lines: list[list[bytes]] = []
+        last: str | None = None
+        for name, header, data, length in members:
+            if not name or any(c.isspace() for c in name):
+                raise ShardError(shard, header, f"member {name!r}: a name with white space "
+                                 "cannot be written in a v1.2 index")  # fmt: skip
+            split = split_name(name)
+            key, extension = split if split is not None else (name, name.rsplit("/", 1)[-1])
+            if key != last or not lines:
+                lines.append([])
+                last = key
+            words = (extension, str(data), str(length), name)
+            lines[-1] += [w.encode("utf-8", "surrogateescape") for w in words]
+        text = f"v1.2 {len(lines)}\n".encode() + b"".join(b" ".join(ln) + b"\n" for ln in lines)
+        check_coverage("(new)", shard, parse_members(shard, text, size),
+                       lambda at, n: os.pread(file.fileno(), n, at), False)  # fmt: skip
+    return text, len(lines)
+
+
+def write_index(shard: str) -> tuple[str, int]:
+    """Write ``shard``'s index beside it (``companion_path``), atomically: its path
+    and number of samples."""
+    path = companion_path(shard)
+    if os.path.abspath(path) == os.path.abspath(shard):
+        raise ValueError(f"{shard!r} ends with .idx: give the tar shard, not its index")
+    text, samples = index_text(shard)
+    folder = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".idx-", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return path, samples
 
 
 def parse_index(path: str, text: bytes, size: int | None) -> tuple[Sample, ...]:
@@ -86,8 +165,7 @@ def parse_members(path: str, text: bytes, size: int | None) -> Members:
     version, count = header[0].decode("ascii", "replace"), int(header[1])
     if version != "v1.2":
         raise ShardError(path, 0, f"index version {version!r}: only v1.2 (DALI's current "
-                         "one, with member names) is read; write it again with DALI's "
-                         "tools/wds2idx.py")  # fmt: skip
+                         f"one, with member names) is read; {REWRITE}")  # fmt: skip
     members: list[tuple[str, int, int, int]] = []
     offset = len(lines[0]) + 1
     end = 0

@@ -33,8 +33,14 @@ from collections.abc import Callable, Sequence
 
 from ._tar_index import ShardError, group_members, truncated_message
 
-__all__ = ["check_coverage", "check_header", "first_read"]
+__all__ = ["REWRITE", "check_coverage", "check_header", "first_read"]
 
+#: what every "this index is wrong" error says to do: DALI's wds2idx.py with GNU tar
+#: writes the same wrong offsets again for a shard with pax headers
+REWRITE = (
+    "write it again with python -m dataloader_api.shards index SHARD, which indexes "
+    "every member where tar puts it"
+)
 _BLOCK = 512
 _DATA_SKIPPED = (b"x", b"g", b"L", b"K")  # pax and GNU long-name headers: data for the next
 _HEADER_ONLY = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, directories, fifos
@@ -81,8 +87,7 @@ def check_coverage(
         except ShardError:
             raise ShardError(shard, header, f"the index {index!r} does not match this shard: "
                              f"no header of its member {name!r} ({size} bytes) here (is it "
-                             "another shard's index? write it again with DALI's "
-                             "tools/wds2idx.py)") from None  # fmt: skip
+                             f"another shard's index? {REWRITE})") from None  # fmt: skip
     if end is None:
         return False
     samples = group_members(index, members)
@@ -114,13 +119,13 @@ def _walk(
             else:
                 problem = f"leaves out a member of type {kind!r} at offset {position}"
             raise ShardError(shard, position, f"the index {index!r} {problem}: it does not "
-                             "cover its shard, whose samples it would leave out (write it "
-                             "again with DALI's tools/wds2idx.py)")  # fmt: skip
+                             "cover its shard, whose samples it would leave out "
+                             f"({REWRITE})")  # fmt: skip
         position += _BLOCK + (_padded(size) if kind in _DATA_SKIPPED else 0)
     if position != until:
         raise ShardError(shard, until, f"the index {index!r} puts a member's header "
-                         "inside another member: it does not match its shard (write it "
-                         "again)")  # fmt: skip
+                         "inside another member: it does not match its shard "
+                         f"({REWRITE})")  # fmt: skip
     return None
 
 
@@ -162,4 +167,4 @@ def check_header(shard: str, block: bytes, offset: int, size: int, member: str) 
     if len(block) != _BLOCK or recorded != checksum or stated != size or not same:
         raise ShardError(shard, offset - _BLOCK, f"no tar header of member {member!r} "
                          f"({size} bytes) here: the index file does not match the shard "
-                         "(write it again)")  # fmt: skip
+                         f"({REWRITE})")  # fmt: skip

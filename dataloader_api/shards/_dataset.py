@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import bisect
 import os
+import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._datasets import Dataset
 from ..io._base import AsyncReadDataset
+from ..io._errors import FetchError, relabeled
 from ..io._locations import item_index
 from . import _index_cache
 from ._arguments import cache_folder, check_bool, check_bound, remote_source, shard_names
-from ._companion import read_companion
+from ._companion import dali_path, read_companion
 from ._coverage import check_header
 from ._decoders import checked_decoders
 from ._fields import check_fields, checked_optional
@@ -21,6 +24,7 @@ from ._pattern import ShardsArg
 from ._remote_index import RemoteCompanions
 from ._streamed import StreamedShards
 from ._tar_index import ShardError, ShardIndex, scan_shard, warn_truncated
+from ._validators import current
 
 __all__ = ["TarShards"]
 
@@ -62,10 +66,14 @@ class TarShards(Dataset[dict[str, Any]]):
     default ``$DATALOADER_CACHE_DIR/tar-index`` or the user's cache folder,
     ``~/.cache/dataloader-api/tar-index``; ``False`` keeps none), each valid
     while a local shard's size and modification time are unchanged, and a
-    remote shard's length.
+    remote shard's length and ETag (else Last-Modified; checked with one small
+    range request when the dataset is made: a shard replaced by one of the same
+    length is indexed again; a server sending neither leaves the length, with a
+    warning).
 
     Errors: a local shard that does not exist raises ``FileNotFoundError``
-    naming it, a remote one the ``io`` dataset's ``FetchError``; a corrupt or
+    naming it, a remote one the ``io`` dataset's ``FetchError`` (its message
+    starting ``shard 1:``, its ``index`` the shard's); a corrupt or
     cut-short shard, a field twice in a sample, or a shard changed since it
     was indexed raise ``ShardError`` naming the shard and the offset. No
     sample is ever silently dropped: a shard must end with tar's
@@ -117,10 +125,14 @@ class TarShards(Dataset[dict[str, Any]]):
                 "whole, one request each (leave local_reads out)"
             )
         self._companions = RemoteCompanions(self._remote.source) if self._remote else None
+        self._warned_length_only = False
+        dali = Counter(dali_path(name) for name in names)  # DALI's names shared by shards
+        self._shared = [dali[dali_path(name)] > 1 for name in names]
+        self._now = self._remote_now(names)
         self._indexes: tuple[ShardIndex, ...] = tuple(
             self._indexed(s, name) for s, name in enumerate(names)
         )
-        self._companions = None  # what indexing needed: not kept, not pickled
+        self._companions = self._now = None  # what indexing needed: not kept, not pickled
         for index in self._indexes:
             if index.truncated:  # allow_truncated=True: from headers, a companion or the cache
                 warn_truncated(index)
@@ -135,13 +147,21 @@ class TarShards(Dataset[dict[str, Any]]):
         self._ends = ends
 
     def _key(self, shard: int, name: str) -> str:
-        """What names shard ``shard`` in the index cache: its URL or absolute path."""
+        """What names shard ``shard`` in the index cache: its URL (without user info or
+        query: no credential is kept) or absolute path."""
         if self._remote is not None:
-            return str(self._remote.source.locations.of(shard))
+            source = self._remote.source
+            return _index_cache.object_key(source, source.locations.of(shard))
         return os.path.abspath(name)
 
     def _indexed(self, shard: int, name: str) -> ShardIndex:
         """From the cache, else (local) a companion index file, else the shard's headers."""
+        try:
+            return self._index_of(shard, name)
+        except FetchError as error:  # the io dataset's item is a shard here
+            raise relabeled(error, f"shard {shard}") from None
+
+    def _index_of(self, shard: int, name: str) -> ShardIndex:
         cache, remote, key = self._cache, self._remote, self._key(shard, name)
         status = None
         if remote is None:
@@ -152,10 +172,13 @@ class TarShards(Dataset[dict[str, Any]]):
                 status = (-1, -1)  # scan_shard says what is wrong
         if cache is not None:
             kept = _index_cache.load(cache, key, name, status)
+            if kept is not None and remote is not None:
+                kept = self._unchanged(shard, kept)
             if kept is not None and (self.allow_truncated or not kept.truncated):
                 return kept  # a truncated one is indexed again: that raises
         if status is not None and status[0] >= 0:
-            companion = read_companion(name, *status, self.allow_truncated)
+            shared = self._shared[shard]
+            companion = read_companion(name, *status, self.allow_truncated, shared)
             if companion is not None:
                 return companion
         companions, allowed = self._companions, self.allow_truncated
@@ -163,8 +186,52 @@ class TarShards(Dataset[dict[str, Any]]):
         if index is None:
             index = remote.scan(shard, allowed) if remote else scan_shard(name, allowed)
         if cache is not None:
+            if remote is not None and index.validator is None:
+                self._length_only(index)
             _index_cache.store(cache, key, index)
         return index
+
+    def _remote_now(self, names: list[str]) -> dict[int, tuple[int, str | None]] | None:
+        """The length and validator now of each remote shard with a kept index (asked
+        for all at once, when the dataset is made)."""
+        if self._remote is None or self._cache is None:
+            return None
+        kept = [
+            (s, _index_cache.load(self._cache, self._key(s, n), n, None))
+            for s, n in enumerate(names)
+        ]
+        asked = [(s, index.shard, index.size) for s, index in kept if index is not None]
+        try:
+            return current(self._remote.source, asked) if asked else {}
+        except FetchError as error:  # the io dataset's item is a shard here
+            raise relabeled(error, f"shard {error.index}") from None
+
+    def _unchanged(self, shard: int, kept: ShardIndex) -> ShardIndex | None:
+        """A remote shard's kept index if the shard is the one it was made from (its
+        length, and its ETag or Last-Modified, asked for with one range request)."""
+        assert self._remote is not None
+        now = self._now.get(shard) if self._now is not None else None
+        if now is None:  # kept by another process meanwhile
+            now = current(self._remote.source, [(shard, kept.shard, kept.size)])[shard]
+        size, validator = now
+        if size != kept.size or validator != kept.validator:
+            return None  # replaced (even by one of the same length): indexed again
+        if validator is None:
+            self._length_only(kept)
+        return kept
+
+    def _length_only(self, index: ShardIndex) -> None:
+        if not self._warned_length_only:
+            self._warned_length_only = True
+            warnings.warn(
+                f"TarShards: the server sends neither ETag nor Last-Modified for "
+                f"{index.shard!r} (and maybe other shards): a kept index is checked against "
+                "the shard's length only, so a shard replaced by one of the same length "
+                "would be read with the old index. Pass index_cache=False to index the "
+                "shards in each run",
+                RuntimeWarning,
+                stacklevel=4,
+            )
 
     def read_natively(self, open_reader: Callable[..., Any] | None) -> None:
         """Stream remote shards through a backend's reader (``open_reader``, the rust
@@ -232,10 +299,21 @@ class TarShards(Dataset[dict[str, Any]]):
             fields = [(e, data[o - start : o - start + n]) for e, o, n in sample.fields]
             headers = [data[o - start - _BLOCK : o - start] for _, o, _ in sample.fields]
         else:  # taken as soon as this sample's bytes have arrived
-            streamed = self._streams.streamed(shard, shard_index.size, self._mismatch(shard))
-            fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
-            if checked:
-                headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
+            try:
+                validator = shard_index.validator
+                expected = None if validator is None else (validator, self._replaced(shard))
+                streamed = self._streams.streamed(
+                    shard,
+                    shard_index.size,
+                    self._mismatch(shard),
+                    len(shard_index.samples),
+                    expected,
+                )
+                fields = [(e, streamed.take(o, o + n)) for e, o, n in sample.fields]
+                if checked:
+                    headers = [streamed.take(o - _BLOCK, o) for _, o, _ in sample.fields]
+            except FetchError as error:  # the io dataset's item is a shard here
+                raise relabeled(error, f"shard {shard}") from None
         if checked:
             for header, (extension, offset, size) in zip(headers, sample.fields, strict=True):
                 check_header(shard_index.shard, header, offset, size, f"{sample.key}.{extension}")
@@ -261,6 +339,24 @@ class TarShards(Dataset[dict[str, Any]]):
             )
 
         return changed
+
+    def _replaced(self, shard: int) -> Callable[[str], ShardError]:
+        """What a remote shard with another validator than indexed raises (replaced by
+        one of the same length since the dataset was made; its index is forgotten)."""
+        indexed = self._indexes[shard]
+
+        def replaced(validator: str) -> ShardError:
+            if self._cache is not None:
+                _index_cache.forget(self._cache, self._key(shard, indexed.shard))
+            return ShardError(
+                indexed.shard,
+                0,
+                f"replaced since it was indexed (validator {indexed.validator!r} then, "
+                f"{validator!r} now, the same length): make the dataset again (its index "
+                "is no longer kept)",
+            )
+
+        return replaced
 
     def __repr__(self) -> str:
         return f"TarShards({len(self._indexes)} shards, {len(self)} samples)"

@@ -2,9 +2,13 @@
 of the file, not once per process.
 
 One JSON file per shard in the cache folder, named by a hash of the shard's
-absolute path (or URL), valid while a local shard's size and modification
-time are those it records; a remote shard's entry is checked against its
-length each time the shard is read, and forgotten when it differs. Written
+absolute path (or the object's identity: its URL without user info, query or
+fragment, so that no credential, signature or token of a URL is ever written,
+in a file's name or its content; headers are never part of it), valid while
+a local shard's size and modification time are those it records; a remote
+shard's entry is checked against its length and validator (ETag, else
+Last-Modified) when the dataset is made (``_validators``), against its length
+each time the shard is read, and forgotten when it differs. Written
 to a temporary name then renamed, so that ranks indexing the same shards at
 once never read half a file. The folder is ``index_cache=``,
 else ``$DATALOADER_CACHE_DIR/tar-index``, else ``$XDG_CACHE_HOME`` or
@@ -22,12 +26,14 @@ import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ._tar_index import Sample, ShardIndex
 
-__all__ = ["default_folder", "forget", "load", "store"]
+__all__ = ["default_folder", "forget", "load", "object_key", "store"]
 
-_VERSION = 2  # 2: companion indexes checked to cover their shard, truncated shards marked
+_VERSION = 3  # 2: companion indexes checked to cover their shard, truncated shards marked;
+# 3: a remote shard's validator (ETag or Last-Modified) kept
 _warned: set[str] = set()
 
 
@@ -37,6 +43,17 @@ def default_folder() -> Path:
         return Path(chosen) / "tar-index"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "dataloader-api" / "tar-index"
+
+
+def object_key(source: Any, location: str) -> str:
+    """What names a remote object in the cache: its URL (an object store's from its
+    endpoint, bucket and key) without user info, query or fragment. Presigned URLs of
+    one object share it; a query naming another object (``?version=``) does not tell
+    them apart, and the length and validator checks then index it again."""
+    url = source.object_url(location) if hasattr(source, "object_url") else str(location)
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _entry(folder: Path, key: str) -> Path:
@@ -59,10 +76,18 @@ def load(folder: Path, key: str, shard: str, status: tuple[int, int] | None) -> 
             Sample(name, tuple((extension, offset, size) for extension, offset, size in fields))
             for name, fields in data["samples"]
         )
+        validator = data["validator"]
+        if validator is not None and not isinstance(validator, str):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent, stale or unreadable: index again
     return ShardIndex(
-        shard, *recorded, samples, bool(data["from_companion"]), bool(data["truncated"])
+        shard,
+        *recorded,
+        samples,
+        bool(data["from_companion"]),
+        bool(data["truncated"]),
+        validator,
     )
 
 
@@ -82,6 +107,7 @@ def store(folder: Path, key: str, index: ShardIndex) -> None:
         "samples": [[s.key, [list(field) for field in s.fields]] for s in index.samples],
         "from_companion": index.from_companion,  # its tar headers are checked as read
         "truncated": index.truncated,  # read as it is (allow_truncated=True) only
+        "validator": index.validator,  # a remote shard's ETag or Last-Modified: checked
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)

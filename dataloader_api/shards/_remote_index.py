@@ -27,10 +27,10 @@ from urllib.parse import urlsplit, urlunsplit
 from ..io._base import run_sync
 from ..io._errors import FetchError
 from ..io._locations import Locations
-from ..io._progressive import ProgressiveBytes
-from ._companion import companion_path, parse_members
+from ._companion import companion_path, dali_path, parse_members
 from ._coverage import check_coverage, first_read
 from ._tar_index import ShardError, ShardIndex, group_members
+from ._validators import Tail
 
 __all__ = ["RemoteCompanions"]
 
@@ -43,73 +43,56 @@ class RemoteCompanions:
     def __init__(self, source: Any) -> None:
         self.source = source
         self.asking = True
-        self._files = copy.copy(source)  # the same options: headers, retries, credentials
-        self._files.counters = source.counters  # their requests count as the dataset's
-        self._files.locations = Locations(
-            [_beside(source.locations.of(s)) for s in range(len(source))], owner="TarShards"
-        )
+        located = [source.locations.of(s) for s in range(len(source))]
+        self._files = self._beside(source, [_beside(at, companion_path) for at in located])
+        dali = [_beside(at, dali_path) for at in located]
+        # DALI's name (up to the file name's first dot) when no other shard has it
+        self._dali = [d if dali.count(d) == 1 else None for d in dali]
+        self._dali_files = self._beside(source, [d or "" for d in dali])
+
+    @staticmethod
+    def _beside(source: Any, locations: list[str]) -> Any:
+        files = copy.copy(source)  # the same options: headers, retries, credentials
+        files.counters = source.counters  # their requests count as the dataset's
+        files.locations = Locations(locations, owner="TarShards")
+        return files
 
     def index(self, shard: int, name: str, allow_truncated: bool = False) -> ShardIndex | None:
         """Shard ``shard``'s index from its companion, or None (no companion)."""
         if not self.asking:
             return None
-        try:
-            text = bytes(self._files[shard])
-        except FetchError as error:
-            if error.status in _ABSENT:
-                self.asking = False
-                return None
-            raise
-        shown = f"{name.rsplit('/', 1)[0]}/{companion_path(name.rsplit('/', 1)[-1])}"
+        folder, _, file_name = name.rpartition("/")
+        tried = [(self._files, companion_path)]
+        if self._dali[shard] is not None and self._dali[shard] != self._files.locations.of(shard):
+            tried.append((self._dali_files, dali_path))
+        text, shown = None, ""
+        for files, named in tried:
+            try:
+                text = bytes(files[shard])
+            except FetchError as error:
+                if error.status in _ABSENT:
+                    continue
+                raise
+            shown = f"{folder}/{named(file_name)}"
+            break
+        if text is None:
+            self.asking = False
+            return None
         members = parse_members(shown, text, None)
         end = max((data + size for _, _, data, size in members), default=0)
-        tail = _Tail(first_read(members), end, name)
+        tail = Tail(first_read(members), end, name)
         location = self.source.locations.of(shard)
         run_sync(self.source.read(shard, location, tail))
         if end > tail.size:
             raise ShardError(shown, 0, f"indexes bytes past the shard's {tail.size}")
         truncated = check_coverage(shown, name, members, tail.read, allow_truncated)
         samples = group_members(shown, members)
-        return ShardIndex(name, tail.size, 0, samples, from_companion=True, truncated=truncated)
+        return ShardIndex(name, tail.size, 0, samples, True, truncated, validator=tail.validator)
 
 
-def _beside(location: str) -> str:
-    """The companion's location: a URL's path (or an object key) with ``.idx``."""
+def _beside(location: str, named: Callable[[str], str]) -> str:
+    """A companion's location: a URL's path (or an object key) ``named``."""
     if "://" not in location:
-        return companion_path(location)
+        return named(location)
     parts = urlsplit(location)
-    return urlunsplit(parts._replace(path=companion_path(parts.path)))
-
-
-class _Tail(ProgressiveBytes):
-    """A sink that starts at ``start``: a client resuming into it asks for the rest
-    only (``Range: bytes=start-``); ``size`` is what the reply says the whole is,
-    which must reach ``end`` (where the index's last member ends)."""
-
-    def __init__(self, start: int, end: int, shard: str) -> None:
-        mismatch: Callable[[int], BaseException] = lambda total: ShardError(  # noqa: E731
-            shard, total, f"ends before its index's last member ends, at {end}"
-        )
-        super().__init__(0, mismatch)
-        self.size = self._received = start
-        self.data = bytearray()
-        self._start, self._end = start, end
-
-    def expect_total(self, total: int) -> None:
-        if total < self._end:
-            raise self._mismatch(total)
-        self.size = total
-
-    def read(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at ``offset`` of the shard (fewer at its end)."""
-        at = offset - self._start
-        if at < 0:  # not asked for: check_coverage reads from first_read on
-            raise AssertionError(f"offset {offset} before the range read from {self._start}")
-        return bytes(self.data[at : at + length])
-
-    def write(self, chunk: bytes | bytearray | memoryview) -> None:
-        self.data += chunk
-        self._received += len(chunk)
-
-    def matches(self, offset: int, chunk: bytes) -> bool:
-        return True  # a whole reply's first bytes (the range was ignored): not needed
+    return urlunsplit(parts._replace(path=named(parts.path)))

@@ -24,8 +24,10 @@ waiting on it.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,6 +36,7 @@ from typing import Any
 from ..io._progressive import ProgressiveBytes
 from ._native_shard import NativeShard, NativeStreams
 from ._tar_index import ShardIndex, scan_tar
+from ._validators import read_whole
 
 __all__ = ["StreamedShards"]
 
@@ -48,6 +51,9 @@ class StreamedShards:
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, ProgressiveBytes | NativeShard] = OrderedDict()
         self._native: NativeStreams | None = None
+        self._served: dict[int, int] = {}  # samples asked of each shard's latest read
+        self._wasted = 0  # reads of a shard pushed out before most of its samples went
+        self.warned = False
 
     def read_natively(self, open_reader: Callable[..., Any] | None) -> None:
         """Stream through ``open_reader``'s reader from now on (a backend's native
@@ -58,17 +64,35 @@ class StreamedShards:
             self._native = NativeStreams(self.source, open_reader)
 
     def streamed(
-        self, shard: int, size: int, mismatch: Callable[[int], BaseException]
+        self,
+        shard: int,
+        size: int,
+        mismatch: Callable[[int], BaseException],
+        samples: int | None = None,
+        expected: tuple[str, Callable[[str], BaseException]] | None = None,
     ) -> ProgressiveBytes | NativeShard:
         """Shard ``shard``'s bytes as they arrive: kept, streaming, or requested now.
-        ``mismatch(total)`` is what a reply of another size than ``size`` raises."""
+        ``mismatch(total)`` is what a reply of another size than ``size`` raises;
+        ``samples`` how many samples the shard holds (a shard read again before
+        half of them were asked of its last read is counted: random access);
+        ``expected`` the validator the shard was indexed with and what a reply with
+        another raises (checked by the reference's client; the native reader does
+        not hand its reply headers back)."""
         with self._lock:
             kept = self._kept.get(shard)
             if kept is not None and not kept.failed:  # a failed read is tried again
                 self._kept.move_to_end(shard)
                 if kept.size != size:
                     raise mismatch(kept.size)
+                self._served[shard] = self._served.get(shard, 0) + 1
                 return kept
+            served = self._served.get(shard)
+            if samples is not None and served is not None and 2 * served < samples:
+                self._wasted += 1
+                if not self.warned and self._wasted >= max(4, len(self.names)):
+                    self.warned = True
+                    self._warn_random_access()
+            self._served[shard] = 1
             native = self._native
             streaming: ProgressiveBytes | NativeShard
             self._kept.pop(shard, None)  # a failed read: not counted against the bounds
@@ -77,18 +101,36 @@ class StreamedShards:
                 streaming = native.start(shard, size, mismatch)
             else:
                 streaming = ProgressiveBytes(size, mismatch)
+                if expected is not None:
+                    streaming.expected, streaming.replaced = expected
             self._admit(streaming, shard)
         if isinstance(streaming, ProgressiveBytes):
             self.source.start_streaming(shard, streaming)
         return streaming
 
     def scan(self, shard: int, allow_truncated: bool = False) -> ShardIndex:
-        """Index a shard, read whole (its size is not known before); it is kept."""
-        data = bytes(self.source[shard])
+        """Index a shard, read whole (its size is not known before); it is kept. The
+        index holds the reply's validator (``_validators``)."""
+        data, validator = read_whole(self.source, shard, self.names[shard])
         with self._lock:
             self._make_room(len(data))
             self._admit(ProgressiveBytes.complete(data), shard)
-        return scan_tar(self.names[shard], io.BytesIO(data), len(data), 0, allow_truncated)
+        index = scan_tar(self.names[shard], io.BytesIO(data), len(data), 0, allow_truncated)
+        return dataclasses.replace(index, validator=validator)
+
+    def _warn_random_access(self) -> None:
+        bytes_bound = "" if self.max_bytes is None else f" and {self.max_bytes} bytes"
+        warnings.warn(
+            f"TarShards: shards read whole were read again {self._wasted} times after "
+            "leaving memory before half their samples were taken (at most "
+            f"{self.max_in_memory} shards{bytes_bound} are kept): random access, as "
+            "shuffle=True or a RandomSampler gives, reads each shard about once per "
+            "sample. Use sampler=ShardSampler(dataset) (shards in turn, samples shuffled "
+            "within a window of shards), or a larger max_shards_in_memory/"
+            "max_bytes_in_memory",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
     def _make_room(self, size: int) -> None:
         """Push out the least recently used shards (their readers still hold them)
@@ -129,6 +171,7 @@ class StreamedShards:
         self._lock = threading.Lock()
         self._kept = OrderedDict()
         self._native = None
+        self._served, self._wasted, self.warned = {}, 0, False
         self.peak_bytes = 0
         self._live = weakref.WeakSet()
 

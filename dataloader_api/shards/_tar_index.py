@@ -31,6 +31,7 @@ __all__ = [
     "scan_shard",
     "scan_tar",
     "split_name",
+    "tar_members",
     "truncated_message",
     "warn_truncated",
 ]
@@ -97,6 +98,8 @@ class ShardIndex:
     from_companion: bool = False
     # without its end-of-archive block, read as it is (allow_truncated=True)
     truncated: bool = False
+    # a remote shard's strong ETag or Last-Modified when it was indexed (None: not sent)
+    validator: str | None = None
 
 
 def _check_end(
@@ -185,6 +188,16 @@ def scan_tar(
     shard: str, file: BinaryIO, size: int, mtime_ns: int, allow_truncated: bool = False
 ) -> ShardIndex:
     """The index of the tar ``file`` (seekable, ``size`` bytes) named ``shard``."""
+    _, samples, truncated = tar_members(shard, file, size, allow_truncated)
+    return ShardIndex(shard, size, mtime_ns, samples, truncated=truncated)
+
+
+def tar_members(
+    shard: str, file: BinaryIO, size: int, allow_truncated: bool = False
+) -> tuple[list[tuple[str, int, int, int]], tuple[Sample, ...], bool]:
+    """Every regular member of the tar ``file`` (name, header offset, data offset,
+    size; pax and long-name headers read as tar reads them), its samples, and
+    whether it ends without its end-of-archive block (``allow_truncated``)."""
     try:
         # Not closed: closing it would close `file`, which the caller owns.
         tar = tarfile.open(fileobj=file, mode="r:")  # noqa: SIM115
@@ -205,4 +218,4 @@ def scan_tar(
             members.append((info.name, info.offset, info.offset_data, info.size))
     samples = group_members(shard, members)
     truncated = _check_end(shard, file, tar.offset, size, samples, allow_truncated)
-    return ShardIndex(shard, size, mtime_ns, samples, truncated=truncated)
+    return members, samples, truncated
