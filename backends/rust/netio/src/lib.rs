@@ -10,6 +10,7 @@ mod http;
 mod redirect;
 mod retry;
 mod runtime;
+mod shard_bytes;
 mod start_order;
 mod store;
 mod stream;

@@ -10,6 +10,7 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::failure::{Failure, FailureKind};
+use crate::shard_bytes::ShardBytes;
 
 pub struct StreamBuffer {
     size: u64,
@@ -18,7 +19,7 @@ pub struct StreamBuffer {
 }
 
 struct State {
-    data: Vec<u8>,
+    data: ShardBytes,
     error: Option<Failure>,
     /// The first reply's strong ETag (or Last-Modified), sent again as If-Range.
     validator: Option<String>,
@@ -29,7 +30,7 @@ impl StreamBuffer {
         StreamBuffer {
             size,
             state: Mutex::new(State {
-                data: Vec::with_capacity(size.min(1 << 34) as usize),
+                data: ShardBytes::new(size),
                 error: None,
                 validator: None,
             }),
@@ -91,7 +92,7 @@ impl StreamBuffer {
     pub fn matches(&self, offset: u64, chunk: &[u8]) -> bool {
         let state = self.state();
         let start = offset as usize;
-        state.data.get(start..start + chunk.len()) == Some(chunk)
+        state.data.as_slice().get(start..start + chunk.len()) == Some(chunk)
     }
 
     /// The read failed for good: readers of bytes not yet here get `failure`.
@@ -127,7 +128,7 @@ impl StreamBuffer {
             }
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        Ok(copy(&state.data[start as usize..end as usize]))
+        Ok(copy(&state.data.as_slice()[start as usize..end as usize]))
     }
 }
 
