@@ -60,16 +60,17 @@ def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> Lo
         previous = state.live()
         if previous is not None:
             previous.close()
+    point = resume_point(state, options.sampling.is_iterable)
+    if options.sampling.is_iterable and is_iter_datapipe(options.sampling.dataset):
+        # torch's iterator draws a datapipe's seed first, then its workers' base seed.
+        point = replace(
+            point, datapipe_seed=epoch_seed(options.sampling.dataset, options.sampling.generator)
+        )
     seeds = state.worker_seeds
     if isinstance(seeds, IteratorSeeds) and (
         not options.workers.persistent_workers or not state.persistent
     ):
         seeds.draw()  # torch's new iterator draws before its sampler shuffles
-    point = resume_point(state, options.sampling.is_iterable)
-    if options.sampling.is_iterable and is_iter_datapipe(options.sampling.dataset):
-        point = replace(
-            point, datapipe_seed=epoch_seed(options.sampling.dataset, options.sampling.generator)
-        )
     state.epoch_start = capture_epoch_start(options)
     transform = epoch_transform(options.items.transform, state.worker_seeds, state.epochs_started)
     state.epochs_started += 1
