@@ -20,6 +20,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
 from ._host_limit import HostLimit
+from ._http_head import MalformedReply, content_length, read_chunk_size, read_head, skip_trailers
 from ._progressive import ProgressiveBytes, range_start, stream_body
 from ._retry import RetryPolicy, parse_retry_after
 
@@ -211,6 +212,13 @@ class HttpClient:
                 except (_Transient, FetchError):
                     _close(connection)
                     raise
+                except MalformedReply as error:
+                    _close(connection)
+                    raise _Transient(f"a malformed reply: {error}") from None
+                except ssl.SSLCertVerificationError as error:
+                    _close(connection)  # not transient: the same certificate comes again
+                    reason = f"certificate verification failed: {error.verify_message}"
+                    raise FetchError(index, where, f"{reason} (not retried)") from None
                 except (ConnectionError, OSError, asyncio.IncompleteReadError) as error:
                     _close(connection)
                     raise _Transient(_describe(error)) from None
@@ -267,22 +275,16 @@ class HttpClient:
         lines += [f"{name}: {value}" for name, value in headers.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         self.counters.requests += 1
-        status_line = await reader.readline()
+        try:
+            status_line, fields = await read_head(reader)
+        except EOFError:
+            raise _Transient("the connection closed inside the reply's headers") from None
         if not status_line:
             raise _Stale
         version, _, rest = status_line.decode("latin-1").rstrip("\r\n").partition(" ")
         code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise _Transient(f"not an HTTP/1.x reply: {status_line[:80]!r}")
-        fields: dict[str, str] = {}
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b"\n", b""):
-                if not line:
-                    raise _Transient("the connection closed inside the reply's headers")
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            fields[name.strip().lower()] = value.strip()
+        if not version.startswith("HTTP/1.") or not (code.isascii() and code.isdigit()):
+            raise MalformedReply(f"not an HTTP/1.x reply: {status_line[:80]!r}")
         response = _Response(version, int(code), reason, fields)
         if sink is not None and response.status in (200, 206):
             await self._stream(reader, response, sink, index, where)
@@ -291,8 +293,7 @@ class HttpClient:
         limit = self.max_bytes if ok else _ERROR_BODY
         if "chunked" in fields.get("transfer-encoding", "").lower():
             response.body = await _read_chunked(reader, limit, ok, index, where)
-        elif "content-length" in fields:
-            size = int(fields["content-length"])
+        elif (size := content_length(fields)) is not None:
             if ok and limit is not None and size > limit:
                 response.reusable = False
                 raise ItemTooLargeError(index, where, f"{size} bytes, more than max_bytes={limit}")
@@ -359,13 +360,11 @@ async def _read_chunked(
 ) -> bytes:
     body = bytearray()
     while True:
-        size_line = await reader.readline()
-        if not size_line:
+        size = await read_chunk_size(reader)
+        if size is None:
             raise asyncio.IncompleteReadError(bytes(body), None)
-        size = int(size_line.split(b";")[0].strip() or b"0", 16)
         if size == 0:
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
+            await skip_trailers(reader)
             return bytes(body)
         if limit is not None and len(body) + size > limit:
             if ok:

@@ -21,6 +21,11 @@ use crate::Counters;
 
 /// A redirect's body is read (the connection kept) up to this size.
 const REDIRECT_BODY: u64 = 4096;
+/// A reply's header fields, each counted as its line (name, ": ", value, CRLF), at
+/// most: hyper's read buffer (`DEFAULT_MAX_BUFFER_SIZE`), which a read may overshoot,
+/// so checked here too. `dataloader_api.io._http_head.MAX_HEAD_BYTES` is the same.
+/// (hyper refuses more than 100 fields itself: `MAX_HEADER_FIELDS` there.)
+const MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
 
 pub struct HttpOptions {
     pub headers: Vec<(String, String)>,
@@ -200,6 +205,7 @@ impl HttpReader {
         let mut response = loop {
             let mut response = self.send(url, &hop, sink).await?;
             *replied = Some(Instant::now());
+            check_head(response.headers())?;
             let location = response.headers().get(LOCATION);
             let to = match location.filter(|_| redirect::is_followed(response.status())) {
                 Some(location) if redirects < MAX_REDIRECTS => redirect::target(&hop, location),
@@ -310,9 +316,15 @@ impl HttpReader {
         let response = request.send().await.map_err(|e| {
             // Without the URL: it may hold user:password, and the caller names the item.
             let e = e.without_url();
-            let reason = format!("connection failed: {}", error_chain(&e));
+            let chain = error_chain(&e);
+            let reason = format!("connection failed: {chain}");
             match is_slow_connect(&e) {
                 true => Attempt::SlowConnect(reason), // never sent: not counted
+                // rustls's words: the same certificate comes again, so not retried.
+                false if chain.contains("invalid peer certificate") => {
+                    let text = format!("certificate verification failed: {chain} (not retried)");
+                    Attempt::Permanent(Failure::new(FailureKind::Fetch, text))
+                }
                 false => {
                     self.counters.requests.fetch_add(1, Ordering::Relaxed);
                     Attempt::Transient(reason, None)
@@ -358,6 +370,22 @@ impl HttpReader {
                 Ok(None) | Err(_) => return Err(cut()),
             }
         }
+    }
+}
+
+/// A reply whose header fields take more than `MAX_HEAD_BYTES` (the reference's
+/// words: a malformed reply, retried).
+fn check_head(headers: &HeaderMap) -> Result<(), Attempt> {
+    let used: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    match used > MAX_HEAD_BYTES {
+        true => Err(Attempt::Transient(
+            format!("a malformed reply: headers of more than {MAX_HEAD_BYTES} bytes"),
+            None,
+        )),
+        false => Ok(()),
     }
 }
 
