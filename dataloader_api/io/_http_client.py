@@ -20,7 +20,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
 from ._host_limit import HostLimit
-from ._http_head import MalformedReply, content_length, read_chunk_size, read_head, skip_trailers
+from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
 from ._progressive import ProgressiveBytes, range_start, stream_body
 from ._retry import RetryPolicy, parse_retry_after
 
@@ -292,7 +292,7 @@ class HttpClient:
         ok = response.status == 200
         limit = self.max_bytes if ok else _ERROR_BODY
         if "chunked" in fields.get("transfer-encoding", "").lower():
-            response.body = await _read_chunked(reader, limit, ok, index, where)
+            response.body = await read_chunked(reader, limit, ok, index, where)
         elif (size := content_length(fields)) is not None:
             if ok and limit is not None and size > limit:
                 response.reusable = False
@@ -303,11 +303,11 @@ class HttpClient:
                 response.reusable = False
         else:
             response.reusable = False
-            response.body = await reader.read(-1) if ok else await reader.read(_ERROR_BODY)
-            if ok and limit is not None and len(response.body) > limit:
-                raise ItemTooLargeError(
-                    index, where, f"{len(response.body)} bytes, more than max_bytes={limit}"
-                )
+            response.body = (
+                await read_to_end(reader, limit, index, where)
+                if ok
+                else (await reader.read(_ERROR_BODY))
+            )
         return response
 
     async def _stream(
@@ -353,25 +353,6 @@ class _SlowConnect(Exception):
 
 # Connects tried again at once per attempt before one waits as long as the system does.
 _QUICK_RECONNECTS = 3
-
-
-async def _read_chunked(
-    reader: asyncio.StreamReader, limit: int | None, ok: bool, index: Any, where: str
-) -> bytes:
-    body = bytearray()
-    while True:
-        size = await read_chunk_size(reader)
-        if size is None:
-            raise asyncio.IncompleteReadError(bytes(body), None)
-        if size == 0:
-            await skip_trailers(reader)
-            return bytes(body)
-        if limit is not None and len(body) + size > limit:
-            if ok:
-                raise ItemTooLargeError(index, where, f"more than max_bytes={limit} bytes")
-            return bytes(body)
-        body += await reader.readexactly(size)
-        await reader.readexactly(2)
 
 
 def _checked(url: str, index: Any) -> SplitResult:

@@ -9,6 +9,9 @@ so that a reply is refused alike on every path."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from ._errors import ItemTooLargeError
 
 __all__ = [
     "MAX_HEADER_FIELDS",
@@ -17,7 +20,9 @@ __all__ = [
     "chunk_size",
     "content_length",
     "read_chunk_size",
+    "read_chunked",
     "read_head",
+    "read_to_end",
     "skip_trailers",
 ]
 
@@ -99,3 +104,35 @@ async def read_chunk_size(reader: asyncio.StreamReader) -> int | None:
     """The next chunk's size; ``None`` if the connection closed before it."""
     line = await _line(reader, "chunk size line")
     return chunk_size(line) if line else None
+
+
+async def read_chunked(
+    reader: asyncio.StreamReader, limit: int | None, ok: bool, index: Any, where: str
+) -> bytes:
+    """A chunked body, refused past ``limit`` (an error body: cut there)."""
+    body = bytearray()
+    while True:
+        size = await read_chunk_size(reader)
+        if size is None:
+            raise asyncio.IncompleteReadError(bytes(body), None)
+        if size == 0:
+            await skip_trailers(reader)
+            return bytes(body)
+        if limit is not None and len(body) + size > limit:
+            if ok:
+                raise ItemTooLargeError(index, where, f"more than max_bytes={limit} bytes")
+            return bytes(body)
+        body += await reader.readexactly(size)
+        await reader.readexactly(2)
+
+
+async def read_to_end(
+    reader: asyncio.StreamReader, limit: int | None, index: Any, where: str
+) -> bytes:
+    """A body that ends with the connection, refused as soon as it passes ``limit``."""
+    body = bytearray()
+    while part := await reader.read(1 << 16):
+        body += part
+        if limit is not None and len(body) > limit:
+            raise ItemTooLargeError(index, where, f"more than max_bytes={limit} bytes")
+    return bytes(body)

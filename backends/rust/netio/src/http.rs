@@ -16,7 +16,7 @@ use crate::failure::{error_chain, Failure, FailureKind};
 use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
 use crate::redirect::{self, same_origin, MAX_REDIRECTS};
 use crate::retry::{parse_retry_after, RetryPolicy};
-use crate::stream::{BodyWriter, StreamBuffer};
+use crate::stream::{BodyWriter, StreamBuffer, RESERVE_AT_MOST};
 use crate::Counters;
 
 /// A redirect's body is read (the connection kept) up to this size.
@@ -258,9 +258,10 @@ impl HttpReader {
         if let Some(sink) = sink {
             return self.stream_body(response, sink, partial, expected).await;
         }
+        // Never reserved from Content-Length alone: grown as the bytes arrive.
         let mut body = self
             .buffers
-            .take(expected.unwrap_or(0).min(1 << 30) as usize);
+            .take(expected.unwrap_or(0).min(RESERVE_AT_MOST) as usize);
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {

@@ -209,7 +209,7 @@ impl S3Reader {
                     return Err(Failure::too_large(size, limit));
                 }
             }
-            let mut body = Vec::with_capacity(size.min(1 << 30) as usize);
+            let mut body = Vec::with_capacity(size.min(crate::stream::RESERVE_AT_MOST) as usize);
             let mut stream = result.into_stream();
             let reason = loop {
                 match stream.next().await {

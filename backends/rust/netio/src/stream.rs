@@ -17,6 +17,11 @@ pub struct StreamBuffer {
     changed: Condvar,
 }
 
+/// A body's buffer reserved from its announced size at most (issue 49: a server's
+/// Content-Length alone reserved up to 1 GiB, an index's size up to 16 GiB); past
+/// it the buffer grows as bytes arrive.
+pub const RESERVE_AT_MOST: u64 = 8 << 20;
+
 struct State {
     data: Vec<u8>,
     error: Option<Failure>,
@@ -29,7 +34,8 @@ impl StreamBuffer {
         StreamBuffer {
             size,
             state: Mutex::new(State {
-                data: Vec::with_capacity(size.min(1 << 34) as usize),
+                // Not reserved from the size alone: a server or an index may lie.
+                data: Vec::with_capacity(size.min(RESERVE_AT_MOST) as usize),
                 error: None,
                 validator: None,
             }),
