@@ -22,6 +22,7 @@ from ._errors import FetchError, ItemTooLargeError
 from ._host_limit import HostLimit
 from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
 from ._progressive import ProgressiveBytes, range_start, stream_body
+from ._proxy import Proxies, open_via, proxy_authorization
 from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = ["MAX_REDIRECTS", "Counters", "HttpClient", "redact"]
@@ -101,6 +102,7 @@ class HttpClient:
         self._limits: dict[tuple[str, str, int], HostLimit] = {}
         self._rng = random.Random()
         self._ssl: ssl.SSLContext | None = None
+        self._proxies = Proxies()  # the environment's, read once as reqwest reads them
 
     async def get(
         self,
@@ -249,7 +251,12 @@ class HttpClient:
                 self._ssl = ssl.create_default_context()
             context = self._ssl
         begun = time.monotonic()
-        opening = asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        proxy = self._proxies.for_url(scheme, host, port)
+        opening = (
+            open_via(proxy, scheme, host, port, context)
+            if proxy is not None
+            else asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        )
         try:
             connection = await asyncio.wait_for(opening, deadline)
         except TimeoutError:
@@ -271,6 +278,10 @@ class HttpClient:
         reader, writer = connection
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = parts.netloc.rpartition("@")[2]
+        proxy = None if parts.scheme == "https" else self._proxies.for_url(*_origin(parts))
+        if proxy is not None:  # absolute form, to the proxy (its credentials to it only)
+            target = f"http://{host}{target}"
+            headers = {**headers, **proxy_authorization(proxy)}
         lines = [f"GET {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
