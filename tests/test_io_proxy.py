@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from dataloader_api import DataLoader
-from dataloader_api.io import FetchError, HttpDataset, RetryPolicy
+from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
 from dataloader_api.io.loopback import LoopbackServer
 
 FAST = RetryPolicy(max_retries=1, backoff=0.01, max_backoff=0.02)
@@ -138,3 +138,15 @@ def test_no_proxy_and_the_other_scheme_go_direct(io_mode, proxy, monkeypatch):
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
         assert load(HttpDataset([server.url + "/a"], retry=FAST), io_mode) == [b"direct"]
     assert proxy.lines() == []
+
+
+def test_an_object_store_goes_through_the_proxy(io_mode, proxy, monkeypatch):
+    # object_store's client on the rust backend, the reference's elsewhere.
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    data = ObjectStoreDataset(
+        "s3://bucket/p/", ["a"], endpoint_url=f"http://{NOWHERE}", anonymous=True, retry=FAST,
+        timeout=5,
+    )  # fmt: skip
+    assert load(data, io_mode) == [BODY]
+    (line,) = proxy.lines()
+    assert line.startswith(f"GET http://{NOWHERE}/bucket/p/a"), line
