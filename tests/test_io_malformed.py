@@ -16,7 +16,7 @@ import pytest
 from rawserver import RawServer
 
 from dataloader_api import DataLoader
-from dataloader_api.io import FetchError, HttpDataset, RetryPolicy
+from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
 from dataloader_api.io._http_head import MAX_HEAD_BYTES, MAX_HEADER_FIELDS
 
 FAST = RetryPolicy(max_retries=1, backoff=0.01, max_backoff=0.02)
@@ -117,4 +117,17 @@ def test_a_certificate_that_does_not_verify_is_not_retried(io_mode, self_signed)
         error = fails_naming_item_and_url(server, io_mode)
         assert "certificate" in str(error).lower(), error
         assert error.attempts == 1, error
+        assert server.connections == 1
+
+
+def test_an_object_stores_certificate_that_does_not_verify_is_not_retried(io_mode, self_signed):
+    reply = once(OK + b"Content-Length: 5\r\n\r\nhello")
+    with RawServer(reply, context=self_signed) as server:
+        data = ObjectStoreDataset(
+            "s3://bucket/", ["k"], endpoint_url=server.url, anonymous=True, retry=FAST
+        )
+        with pytest.raises(FetchError) as caught:
+            load(data, io_mode)
+        assert "item 0" in str(caught.value) and "s3://bucket/k" in str(caught.value)
+        assert "certificate" in str(caught.value).lower(), caught.value
         assert server.connections == 1

@@ -293,6 +293,13 @@ fn plain_reason(detail: &str) -> (String, Option<u16>) {
             .nth(300)
             .map_or(reason.len(), |(i, _)| i),
     );
+    if detail.contains("certificate verification failed") {
+        // redirect::OwnOriginClient's words: not retried (as the reference).
+        return (
+            format!("certificate verification failed: {reason} (not retried)"),
+            None,
+        );
+    }
     if detail.contains("error sending request") {
         return (format!("connection failed: {reason}"), None);
     }
