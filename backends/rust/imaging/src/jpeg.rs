@@ -221,3 +221,19 @@ fn read_region(
     }
     Ok(pixels)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans_are_counted_by_their_markers() {
+        assert_eq!(
+            scans(&[0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0xFF, 0x00, 0xFF, 0xDA]),
+            2
+        );
+        assert_eq!(scans(&[0xFF, 0xD8, 0xFF, 0xD9]), 0);
+        let many: Vec<u8> = [0xFF, 0xDA].repeat(MAX_SCANS + 1);
+        assert!(decode(&many, |_, _| Ok(()), |_, _, _| None).is_err());
+    }
+}

@@ -21,10 +21,9 @@ use crate::Counters;
 
 /// A redirect's body is read (the connection kept) up to this size.
 const REDIRECT_BODY: u64 = 4096;
-/// A reply's header fields, each counted as its line (name, ": ", value, CRLF), at
-/// most: hyper's read buffer (`DEFAULT_MAX_BUFFER_SIZE`), which a read may overshoot,
-/// so checked here too. `dataloader_api.io._http_head.MAX_HEAD_BYTES` is the same.
-/// (hyper refuses more than 100 fields itself: `MAX_HEADER_FIELDS` there.)
+/// A reply's header fields, each counted as its line (name, ": ", value, CRLF), at most:
+/// hyper's read buffer, which a read may overshoot, so checked here too; as the reference's
+/// `_http_head.MAX_HEAD_BYTES` (hyper refuses more than 100 fields: `MAX_HEADER_FIELDS`).
 const MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
 
 pub struct HttpOptions {
@@ -400,4 +399,22 @@ fn status_text(status: StatusCode) -> String {
 fn trim(seconds: f64) -> String {
     let text = format!("{seconds}");
     text.strip_suffix(".0").unwrap_or(&text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields_past_the_reference_cap_are_refused() {
+        let mut headers = HeaderMap::new();
+        let value = HeaderValue::from_str(&"a".repeat(40_000)).expect("ascii");
+        for i in 0..10 {
+            let name = HeaderName::from_bytes(format!("x-f{i}").as_bytes()).expect("a name");
+            headers.insert(name, value.clone());
+        }
+        assert!(check_head(&headers).is_ok()); // 10 * 40,009 bytes
+        headers.insert("x-more", value);
+        assert!(matches!(check_head(&headers), Err(Attempt::Transient(..))));
+    }
 }
