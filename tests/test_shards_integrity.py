@@ -372,3 +372,30 @@ def test_a_kept_index_is_not_used_for_a_local_shard_of_the_same_size(tmp_path):
     assert [again[i]["cls"] for i in range(5)] == [7, 8, 9, 10, 11]
     with pytest.raises(ShardError, match="changed since it was indexed"):
         first[0]  # the first dataset's index is for the old bytes
+
+
+def _shard_with_huge_member(huge: tarfile.TarInfo, form: int) -> bytes:
+    """A member ``a.txt``, then ``huge``'s header (its size past any file) and one block."""
+    first = tarfile.TarInfo("s0.txt")
+    first.size = 3
+    data = first.tobuf(tarfile.GNU_FORMAT) + b"abc".ljust(512, b"\0")
+    return data + huge.tobuf(form) + b"x" * 512 + b"\0" * 1024
+
+
+@pytest.mark.parametrize("form", ["gnu-2**63", "pax-10**20"])
+def test_a_size_field_past_any_file_is_a_shard_error(tmp_path, form):
+    # tarfile's seek to the next header overflows (a bare OverflowError or
+    # ValueError before issue 49): a ShardError naming the shard and the offset.
+    huge = tarfile.TarInfo("s1.txt")
+    if form == "gnu-2**63":
+        huge.size = 2**63
+        data = _shard_with_huge_member(huge, tarfile.GNU_FORMAT)
+    else:
+        huge.pax_headers = {"size": str(10**20)}
+        data = _shard_with_huge_member(huge, tarfile.PAX_FORMAT)
+    path = tmp_path / "s.tar"
+    path.write_bytes(data)
+    with pytest.raises(ShardError) as caught:
+        TarShards([str(path)])
+    assert caught.value.shard == str(path) and caught.value.offset == 1024, caught.value
+    assert "s1.txt" in str(caught.value) and str(path) in str(caught.value)

@@ -8,7 +8,7 @@ True
 
 from __future__ import annotations
 
-from ._errors import FetchError, ItemTooLargeError
+from ._errors import DEFAULT_MAX_BYTES, FetchError, ItemTooLargeError
 from ._file import FileDataset
 from ._http import HttpDataset
 from ._locations import Locations
@@ -16,6 +16,7 @@ from ._object_store import ObjectStoreDataset
 from ._retry import TRANSIENT_STATUSES, RetryPolicy
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "TRANSIENT_STATUSES",
     "FetchError",
     "FileDataset",

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FetchError", "ItemTooLargeError", "relabeled"]
+__all__ = ["DEFAULT_MAX_BYTES", "FetchError", "ItemTooLargeError", "relabeled"]
+
+#: A reply's size per item at most unless ``max_bytes=`` says otherwise
+#: (``max_bytes=None``: no bound). An endless or lying server is an
+#: ``ItemTooLargeError`` past it, not a process grown until the system kills it.
+DEFAULT_MAX_BYTES = 1 << 30
 
 
 class FetchError(OSError):

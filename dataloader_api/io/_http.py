@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._base import AsyncReadDataset
+from ._errors import DEFAULT_MAX_BYTES
 from ._http_client import redact
 from ._locations import Locations
 from ._progressive import ProgressiveBytes
@@ -24,6 +25,8 @@ class HttpDataset(AsyncReadDataset):
     short and the statuses of ``retry.statuses`` (408, 429, 500, 502, 503,
     504) are retried with backoff, jitter and ``Retry-After``, at most
     ``max_retries`` times; any other status raises ``FetchError`` at once.
+    A reply of more than ``max_bytes`` (default ``DEFAULT_MAX_BYTES``, 1 GiB;
+    ``None``: no bound) raises ``ItemTooLargeError``.
 
     An async dataset: in a ``DataLoader`` its reads run on the loader's
     event loop, up to ``max_concurrency`` (a ``DataLoader`` argument) at once.
@@ -39,7 +42,7 @@ class HttpDataset(AsyncReadDataset):
         timeout: float = 30.0,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         max_connections: int = 64,
     ) -> None:
         super().__init__(

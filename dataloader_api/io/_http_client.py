@@ -20,7 +20,9 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError
 from ._host_limit import HostLimit
+from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
 from ._progressive import ProgressiveBytes, range_start, stream_body
+from ._proxy import Proxies, open_via, proxy_authorization
 from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = ["MAX_REDIRECTS", "Counters", "HttpClient", "redact"]
@@ -100,6 +102,7 @@ class HttpClient:
         self._limits: dict[tuple[str, str, int], HostLimit] = {}
         self._rng = random.Random()
         self._ssl: ssl.SSLContext | None = None
+        self._proxies = Proxies()  # the environment's, read once as reqwest reads them
 
     async def get(
         self,
@@ -211,6 +214,13 @@ class HttpClient:
                 except (_Transient, FetchError):
                     _close(connection)
                     raise
+                except MalformedReply as error:
+                    _close(connection)
+                    raise _Transient(f"a malformed reply: {error}") from None
+                except ssl.SSLCertVerificationError as error:
+                    _close(connection)  # not transient: the same certificate comes again
+                    reason = f"certificate verification failed: {error.verify_message}"
+                    raise FetchError(index, where, f"{reason} (not retried)") from None
                 except (ConnectionError, OSError, asyncio.IncompleteReadError) as error:
                     _close(connection)
                     raise _Transient(_describe(error)) from None
@@ -241,7 +251,12 @@ class HttpClient:
                 self._ssl = ssl.create_default_context()
             context = self._ssl
         begun = time.monotonic()
-        opening = asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        proxy = self._proxies.for_url(scheme, host, port)
+        opening = (
+            open_via(proxy, scheme, host, port, context)
+            if proxy is not None
+            else asyncio.open_connection(host, port, ssl=context, limit=2**20)
+        )
         try:
             connection = await asyncio.wait_for(opening, deadline)
         except TimeoutError:
@@ -263,26 +278,24 @@ class HttpClient:
         reader, writer = connection
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = parts.netloc.rpartition("@")[2]
+        proxy = None if parts.scheme == "https" else self._proxies.for_url(*_origin(parts))
+        if proxy is not None:  # absolute form, to the proxy (its credentials to it only)
+            target = f"http://{host}{target}"
+            headers = {**headers, **proxy_authorization(proxy)}
         lines = [f"GET {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         self.counters.requests += 1
-        status_line = await reader.readline()
+        try:
+            status_line, fields = await read_head(reader)
+        except EOFError:
+            raise _Transient("the connection closed inside the reply's headers") from None
         if not status_line:
             raise _Stale
         version, _, rest = status_line.decode("latin-1").rstrip("\r\n").partition(" ")
         code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise _Transient(f"not an HTTP/1.x reply: {status_line[:80]!r}")
-        fields: dict[str, str] = {}
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b"\n", b""):
-                if not line:
-                    raise _Transient("the connection closed inside the reply's headers")
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            fields[name.strip().lower()] = value.strip()
+        if not version.startswith("HTTP/1.") or not (code.isascii() and code.isdigit()):
+            raise MalformedReply(f"not an HTTP/1.x reply: {status_line[:80]!r}")
         response = _Response(version, int(code), reason, fields)
         if sink is not None and response.status in (200, 206):
             await self._stream(reader, response, sink, index, where)
@@ -290,9 +303,8 @@ class HttpClient:
         ok = response.status == 200
         limit = self.max_bytes if ok else _ERROR_BODY
         if "chunked" in fields.get("transfer-encoding", "").lower():
-            response.body = await _read_chunked(reader, limit, ok, index, where)
-        elif "content-length" in fields:
-            size = int(fields["content-length"])
+            response.body = await read_chunked(reader, limit, ok, index, where)
+        elif (size := content_length(fields)) is not None:
             if ok and limit is not None and size > limit:
                 response.reusable = False
                 raise ItemTooLargeError(index, where, f"{size} bytes, more than max_bytes={limit}")
@@ -302,11 +314,11 @@ class HttpClient:
                 response.reusable = False
         else:
             response.reusable = False
-            response.body = await reader.read(-1) if ok else await reader.read(_ERROR_BODY)
-            if ok and limit is not None and len(response.body) > limit:
-                raise ItemTooLargeError(
-                    index, where, f"{len(response.body)} bytes, more than max_bytes={limit}"
-                )
+            response.body = (
+                await read_to_end(reader, limit, index, where)
+                if ok
+                else (await reader.read(_ERROR_BODY))
+            )
         return response
 
     async def _stream(
@@ -352,27 +364,6 @@ class _SlowConnect(Exception):
 
 # Connects tried again at once per attempt before one waits as long as the system does.
 _QUICK_RECONNECTS = 3
-
-
-async def _read_chunked(
-    reader: asyncio.StreamReader, limit: int | None, ok: bool, index: Any, where: str
-) -> bytes:
-    body = bytearray()
-    while True:
-        size_line = await reader.readline()
-        if not size_line:
-            raise asyncio.IncompleteReadError(bytes(body), None)
-        size = int(size_line.split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
-            return bytes(body)
-        if limit is not None and len(body) + size > limit:
-            if ok:
-                raise ItemTooLargeError(index, where, f"more than max_bytes={limit} bytes")
-            return bytes(body)
-        body += await reader.readexactly(size)
-        await reader.readexactly(2)
 
 
 def _checked(url: str, index: Any) -> SplitResult:

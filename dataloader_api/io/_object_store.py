@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ._base import AsyncReadDataset, run_sync
+from ._errors import DEFAULT_MAX_BYTES
 from ._locations import Locations
 from ._progressive import ProgressiveBytes
 from ._retry import RetryPolicy
@@ -50,7 +51,7 @@ class ObjectStoreDataset(AsyncReadDataset):
         timeout: float = 30.0,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         max_connections: int = 64,
     ) -> None:
         super().__init__(

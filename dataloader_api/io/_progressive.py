@@ -23,6 +23,8 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from ._http_head import content_length, read_chunk_size, skip_trailers
+
 __all__ = ["ProgressiveBytes", "range_start", "stream_body"]
 
 # Bytes read from the socket per step: a sample waits for at most this much more.
@@ -188,17 +190,15 @@ async def stream_body(
     else:
         skip = resumed_at
         sink.validator = _validator(headers)
-        if "content-length" in headers and not chunked:
-            sink.expect_total(int(headers["content-length"]))
+        if (total := content_length(headers)) is not None and not chunked:
+            sink.expect_total(total)
         validator, replaced = sink.validator, sink.replaced
         checked = not resumed_at and None not in (sink.expected, validator)
         if checked and validator != sink.expected and replaced is not None:
             # the first reply: of the same length, but not the object indexed (a
             # resumed one's bytes already received are compared instead)
             raise replaced(validator or "")
-    length = None
-    if "content-length" in headers and not chunked:
-        length = int(headers["content-length"])
+    length = None if chunked else content_length(headers)
     chunks = _chunked(reader) if chunked else None
     read = 0
     while length is None or read < length:
@@ -246,13 +246,11 @@ def _content_range(value: str) -> tuple[int | None, int | None]:
 async def _chunked(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
     """A chunked body's data, a piece at a time."""
     while True:
-        size_line = await reader.readline()
-        if not size_line:
+        size = await read_chunk_size(reader)
+        if size is None:
             return
-        size = int(size_line.split(b";")[0].strip() or b"0", 16)
         if size == 0:
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
+            await skip_trailers(reader)
             return
         while size:
             part = await reader.read(min(size, _STEP))

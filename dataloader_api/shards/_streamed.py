@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ..io._errors import ItemTooLargeError
 from ..io._progressive import ProgressiveBytes
 from ._native_shard import NativeShard, NativeStreams
 from ._tar_index import ShardIndex, scan_tar
@@ -96,6 +97,11 @@ class StreamedShards:
             native = self._native
             streaming: ProgressiveBytes | NativeShard
             self._kept.pop(shard, None)  # a failed read: not counted against the bounds
+            limit = getattr(self.source, "max_bytes", None)
+            if limit is not None and size > limit:  # before its buffer is made (issue 49)
+                raise ItemTooLargeError(
+                    shard, self.names[shard], f"{size} bytes, more than max_bytes={limit}"
+                )
             self._make_room(size)
             if native is not None:  # started under the lock: one request per shard
                 streaming = native.start(shard, size, mismatch)

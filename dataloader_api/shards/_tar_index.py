@@ -211,8 +211,13 @@ def tar_members(
         except tarfile.ReadError as error:
             last = f" (member {members[-1][0]!r} ends past the file's {size} bytes)"
             raise ShardError(shard, offset, f"{error}{last if members else ''}") from None
+        except (ValueError, OverflowError) as error:  # a size past what a seek takes
+            raise ShardError(shard, offset, f"not a valid tar header ({error})") from None
         if info is None:
             break
+        if info.isreg() and info.offset_data + info.size > size:
+            raise ShardError(shard, offset, f"member {info.name!r} of {info.size} bytes "
+                             f"ends past the file's {size} bytes")  # fmt: skip
         tar.members = []  # type: ignore[attr-defined]  # an index, not tarfile's list, holds what we keep
         if info.isreg():
             members.append((info.name, info.offset, info.offset_data, info.size))

@@ -16,11 +16,15 @@ use crate::failure::{error_chain, Failure, FailureKind};
 use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
 use crate::redirect::{self, same_origin, MAX_REDIRECTS};
 use crate::retry::{parse_retry_after, RetryPolicy};
-use crate::stream::{BodyWriter, StreamBuffer};
+use crate::stream::{BodyWriter, StreamBuffer, RESERVE_AT_MOST};
 use crate::Counters;
 
 /// A redirect's body is read (the connection kept) up to this size.
 const REDIRECT_BODY: u64 = 4096;
+/// A reply's header fields, each counted as its line (name, ": ", value, CRLF), at most:
+/// hyper's read buffer, which a read may overshoot, so checked here too; as the reference's
+/// `_http_head.MAX_HEAD_BYTES` (hyper refuses more than 100 fields: `MAX_HEADER_FIELDS`).
+const MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
 
 pub struct HttpOptions {
     pub headers: Vec<(String, String)>,
@@ -200,6 +204,7 @@ impl HttpReader {
         let mut response = loop {
             let mut response = self.send(url, &hop, sink).await?;
             *replied = Some(Instant::now());
+            check_head(response.headers())?;
             let location = response.headers().get(LOCATION);
             let to = match location.filter(|_| redirect::is_followed(response.status())) {
                 Some(location) if redirects < MAX_REDIRECTS => redirect::target(&hop, location),
@@ -252,9 +257,10 @@ impl HttpReader {
         if let Some(sink) = sink {
             return self.stream_body(response, sink, partial, expected).await;
         }
+        // Never reserved from Content-Length alone: grown as the bytes arrive.
         let mut body = self
             .buffers
-            .take(expected.unwrap_or(0).min(1 << 30) as usize);
+            .take(expected.unwrap_or(0).min(RESERVE_AT_MOST) as usize);
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
@@ -310,9 +316,15 @@ impl HttpReader {
         let response = request.send().await.map_err(|e| {
             // Without the URL: it may hold user:password, and the caller names the item.
             let e = e.without_url();
-            let reason = format!("connection failed: {}", error_chain(&e));
+            let chain = error_chain(&e);
+            let reason = format!("connection failed: {chain}");
             match is_slow_connect(&e) {
                 true => Attempt::SlowConnect(reason), // never sent: not counted
+                // rustls's words: the same certificate comes again, so not retried.
+                false if chain.contains("invalid peer certificate") => {
+                    let text = format!("certificate verification failed: {chain} (not retried)");
+                    Attempt::Permanent(Failure::new(FailureKind::Fetch, text))
+                }
                 false => {
                     self.counters.requests.fetch_add(1, Ordering::Relaxed);
                     Attempt::Transient(reason, None)
@@ -361,6 +373,22 @@ impl HttpReader {
     }
 }
 
+/// A reply whose header fields take more than `MAX_HEAD_BYTES` (the reference's
+/// words: a malformed reply, retried).
+fn check_head(headers: &HeaderMap) -> Result<(), Attempt> {
+    let used: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    match used > MAX_HEAD_BYTES {
+        true => Err(Attempt::Transient(
+            format!("a malformed reply: headers of more than {MAX_HEAD_BYTES} bytes"),
+            None,
+        )),
+        false => Ok(()),
+    }
+}
+
 fn status_text(status: StatusCode) -> String {
     match status.canonical_reason() {
         Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
@@ -371,4 +399,22 @@ fn status_text(status: StatusCode) -> String {
 fn trim(seconds: f64) -> String {
     let text = format!("{seconds}");
     text.strip_suffix(".0").unwrap_or(&text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields_past_the_reference_cap_are_refused() {
+        let mut headers = HeaderMap::new();
+        let value = HeaderValue::from_str(&"a".repeat(40_000)).expect("ascii");
+        for i in 0..10 {
+            let name = HeaderName::from_bytes(format!("x-f{i}").as_bytes()).expect("a name");
+            headers.insert(name, value.clone());
+        }
+        assert!(check_head(&headers).is_ok()); // 10 * 40,009 bytes
+        headers.insert("x-more", value);
+        assert!(matches!(check_head(&headers), Err(Attempt::Transient(..))));
+    }
 }

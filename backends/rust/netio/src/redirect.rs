@@ -20,7 +20,7 @@ use reqwest::header::{
 use reqwest::redirect::Policy;
 use reqwest::{Method, StatusCode, Url};
 
-use crate::failure::{Failure, FailureKind};
+use crate::failure::{error_chain, Failure, FailureKind};
 
 /// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
 pub const MAX_REDIRECTS: usize = 10;
@@ -127,7 +127,15 @@ impl HttpService for OwnOriginClient {
                     .filter_map(|name| Some((name.clone(), parts.headers.get(name)?.clone())))
                     .collect(),
             };
-            let response = self.client.call(request).await?;
+            let response = self.client.call(request).await.map_err(|e| {
+                // rustls's words: the same certificate comes again, so object_store
+                // must not retry it (it retries a Connect error).
+                let chain = error_chain(&e);
+                match chain.contains("invalid peer certificate") {
+                    true => refused(format!("certificate verification failed: {chain}")),
+                    false => e,
+                }
+            })?;
             let location = response.headers().get(LOCATION);
             let location = match location.filter(|_| follows && is_followed(response.status())) {
                 Some(location) if redirects < MAX_REDIRECTS => location,

@@ -12,8 +12,6 @@ use memmap2::MmapMut;
 /// From this size on a buffer is a mapping of its own (below it, malloc's heap
 /// is cheaper and the amounts too small to matter).
 const MAPPED_FROM: u64 = 1 << 20;
-/// A heap buffer reserves at most this much up front (then grows as bytes come).
-const HEAP_RESERVE: u64 = 1 << 34;
 
 pub enum ShardBytes {
     Heap(Vec<u8>),
@@ -21,8 +19,9 @@ pub enum ShardBytes {
 }
 
 impl ShardBytes {
-    /// Room for `size` bytes, none received yet.
-    pub fn new(size: u64) -> ShardBytes {
+    /// Room for `size` bytes, none received yet: mapped (pages committed as bytes
+    /// arrive), or on the heap with at most `reserve` bytes reserved up front.
+    pub fn new(size: u64, reserve: u64) -> ShardBytes {
         if size >= MAPPED_FROM {
             if let Ok(size) = usize::try_from(size) {
                 if let Ok(map) = MmapMut::map_anon(size) {
@@ -30,7 +29,7 @@ impl ShardBytes {
                 }
             }
         }
-        ShardBytes::Heap(Vec::with_capacity(size.min(HEAP_RESERVE) as usize))
+        ShardBytes::Heap(Vec::with_capacity(size.min(reserve) as usize))
     }
 
     pub fn len(&self) -> usize {
@@ -74,7 +73,7 @@ mod tests {
     #[test]
     fn small_and_large_buffers_hold_what_is_appended() {
         for size in [10u64, MAPPED_FROM + 5] {
-            let mut bytes = ShardBytes::new(size);
+            let mut bytes = ShardBytes::new(size, 1 << 20);
             let chunk: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             bytes.extend_from_slice(&chunk[..3]);
             bytes.extend_from_slice(&chunk[3..]);
@@ -82,11 +81,11 @@ mod tests {
             assert_eq!(bytes.as_slice(), &chunk[..]);
         }
         assert!(matches!(
-            ShardBytes::new(MAPPED_FROM),
+            ShardBytes::new(MAPPED_FROM, 0),
             ShardBytes::Mapped { .. }
         ));
         assert!(matches!(
-            ShardBytes::new(MAPPED_FROM - 1),
+            ShardBytes::new(MAPPED_FROM - 1, 0),
             ShardBytes::Heap(_)
         ));
     }
@@ -102,7 +101,7 @@ mod tests {
         let mut buffers = Vec::new();
         let mut pins = Vec::new();
         for _ in 0..8 {
-            let mut bytes = ShardBytes::new(8 << 20);
+            let mut bytes = ShardBytes::new(8 << 20, 8 << 20);
             for _ in 0..8 {
                 bytes.extend_from_slice(&chunk);
             }

@@ -209,7 +209,7 @@ impl S3Reader {
                     return Err(Failure::too_large(size, limit));
                 }
             }
-            let mut body = Vec::with_capacity(size.min(1 << 30) as usize);
+            let mut body = Vec::with_capacity(size.min(crate::stream::RESERVE_AT_MOST) as usize);
             let mut stream = result.into_stream();
             let reason = loop {
                 match stream.next().await {
@@ -293,6 +293,13 @@ fn plain_reason(detail: &str) -> (String, Option<u16>) {
             .nth(300)
             .map_or(reason.len(), |(i, _)| i),
     );
+    if detail.contains("certificate verification failed") {
+        // redirect::OwnOriginClient's words: not retried (as the reference).
+        return (
+            format!("certificate verification failed: {reason} (not retried)"),
+            None,
+        );
+    }
     if detail.contains("error sending request") {
         return (format!("connection failed: {reason}"), None);
     }

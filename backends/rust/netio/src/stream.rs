@@ -18,6 +18,11 @@ pub struct StreamBuffer {
     changed: Condvar,
 }
 
+/// A body's buffer reserved from its announced size at most (issue 49: a server's
+/// Content-Length alone reserved up to 1 GiB, an index's size up to 16 GiB); past
+/// it the buffer grows as bytes arrive.
+pub const RESERVE_AT_MOST: u64 = 8 << 20;
+
 struct State {
     data: ShardBytes,
     error: Option<Failure>,
@@ -30,7 +35,8 @@ impl StreamBuffer {
         StreamBuffer {
             size,
             state: Mutex::new(State {
-                data: ShardBytes::new(size),
+                // Not reserved from the size alone on the heap: a server or an index may lie.
+                data: ShardBytes::new(size, RESERVE_AT_MOST),
                 error: None,
                 validator: None,
             }),
