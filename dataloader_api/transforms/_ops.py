@@ -73,7 +73,8 @@ class Decode(Op):
     least twice its size both ways, a JPEG is decoded at 1/2, 1/4 or 1/8 scale
     (Pillow's ``draft``, the largest that keeps the box at least that size) and
     the box's top, left, height and width are divided by it, rounded down:
-    several times faster on large photos, with other pixels than a full decode."""
+    faster on large photos (about 1.6x on a 2000x1500 JPEG cropped to 224), with
+    other pixels than a full decode."""
 
     max_pixels: int = DEFAULT_MAX_PIXELS
     draft: bool = False
