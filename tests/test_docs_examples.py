@@ -1,4 +1,5 @@
-"""The user guide's examples (code blocks that start with `# example:`) run as written."""
+"""The examples of the user guide and the quickstart (code blocks that start with
+`# example:`) run as written."""
 
 from __future__ import annotations
 
@@ -8,16 +9,31 @@ from pathlib import Path
 import pytest
 
 GUIDE = Path(__file__).parents[1] / "docs" / "user-guide.md"
-BLOCKS = re.findall(r"```python\n(# example: (\S+)\n.*?)```", GUIDE.read_text(), re.S)
+QUICKSTART = GUIDE.parent / "quickstart.md"
+EXAMPLE = r"```python\n(# example: (\S+)\n.*?)```"
+BLOCKS = [
+    (code, name, page.name)
+    for page in (GUIDE, QUICKSTART)
+    for code, name in re.findall(EXAMPLE, page.read_text(), re.S)
+]
 
 
 def test_the_guide_has_examples():
-    assert {name for _, name in BLOCKS} >= {"async", "stats"}
+    assert {name for _, name, page in BLOCKS if page == GUIDE.name} >= {"async", "stats"}
 
 
-@pytest.mark.parametrize(("code", "name"), BLOCKS, ids=[name for _, name in BLOCKS])
-def test_example_runs(code, name, capsys):
-    exec(compile(code, f"{GUIDE.name}:{name}", "exec"), {"__name__": f"example_{name}"})
+def test_the_quickstart_has_examples():
+    """Every Python block of the quickstart is an example that runs."""
+    text = QUICKSTART.read_text()
+    examples = re.findall(EXAMPLE, text, re.S)
+    assert examples and len(examples) == text.count("```python\n")
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "page"), BLOCKS, ids=[f"{page}:{name}" for _, name, page in BLOCKS]
+)
+def test_example_runs(code, name, page, capsys):
+    exec(compile(code, f"{page}:{name}", "exec"), {"__name__": f"example_{name}"})
 
 
 DOCS = [GUIDE.parents[1] / "README.md", *sorted(GUIDE.parent.glob("*.md"))]
