@@ -102,5 +102,9 @@ impl PixelBuffer {
         Ok(())
     }
 
+    /// # Safety
+    /// CPython calls this with a view that `__getbuffer__` filled. It does
+    /// nothing: the pixels live as long as the object, and CPython drops the
+    /// view's reference to it (`view.obj`) itself.
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
 }

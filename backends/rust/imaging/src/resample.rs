@@ -331,12 +331,20 @@ fn vertical<T: Sample>(
 }
 
 /// The same pass compiled for AVX2: LLVM vectorises the row sums 8 wide.
+///
+/// # Safety
+/// The CPU supports AVX2 (`resample_simd::has_avx2()`): the body is compiled
+/// with it enabled.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn vertical_avx2<T: Sample>(src: &[T], dims: [usize; 3], filter: Filter) -> Vec<T> {
     vertical_pass(src, dims, filter)
 }
 
+/// The portable pass, under the x86-64 version's name.
+///
+/// # Safety
+/// None beyond the x86-64 version's signature: it is plain safe code.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn vertical_avx2<T: Sample>(src: &[T], dims: [usize; 3], filter: Filter) -> Vec<T> {
     vertical_pass(src, dims, filter)
