@@ -25,8 +25,11 @@ enum PixelBytes {
     F32(Box<[f32]>),
 }
 
-// SAFETY: the pixels are only read or written through exported buffers, as
-// any Python buffer is; Rust never touches them after construction.
+// SAFETY: every field (boxed slices, Vec<isize>) is Sync already, and the
+// class is frozen: after construction Rust only takes the pixels' address
+// (`raw`) and reads `shape`/`strides`, which never change. The pixels are
+// read or written only through exported buffers, where Python code shares
+// them across threads as it does any writable buffer (a NumPy array's).
 unsafe impl Sync for PixelBuffer {}
 
 impl PixelBuffer {
