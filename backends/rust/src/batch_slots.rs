@@ -117,8 +117,8 @@ impl Slots {
     /// Slot `at`'s bytes, for a pipeline to write its last op's result into.
     ///
     /// # Safety
-    /// As for [`Slots::place`]: nothing else reads or writes slot `at` while
-    /// the slice is alive.
+    /// As for [`Slots::place`]: `at` is below the slot count, and nothing else
+    /// reads or writes slot `at` while the slice is alive.
     #[allow(clippy::mut_from_ref)] // disjoint slots of memory only this job holds
     pub unsafe fn slot(&self, at: usize) -> &mut [u8] {
         std::slice::from_raw_parts_mut(self.address(at), self.slot)
@@ -127,7 +127,8 @@ impl Slots {
     /// Slot `at`'s bytes (to take an image back out).
     ///
     /// # Safety
-    /// Nothing writes slot `at` meanwhile.
+    /// `at` is below the slot count, and nothing writes slot `at` while the
+    /// slice is alive.
     pub unsafe fn read(&self, at: usize) -> &[u8] {
         std::slice::from_raw_parts(self.address(at), self.slot)
     }

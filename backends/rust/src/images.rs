@@ -164,10 +164,18 @@ impl ImageJobs {
                 // A last ToChw writes straight into the slot.
                 let slot = |image: &Image| {
                     like.matches_as_chw(image)
+                        // SAFETY: `at` < inputs.len(), the slot count; this job
+                        // alone touches slot `at`, and the slice lives only while
+                        // run_into writes the image into it, before anything
+                        // else (place, read) touches slot `at`.
                         .then(|| unsafe { slots.slot(at) })
                 };
                 placed.push(match pipeline.run_into(owned.input(), seed, *word, slot) {
                     Ok(None) => Placed::InBatch,
+                    // SAFETY: `at` < inputs.len(), the slot count; the slice of
+                    // `slot` (if any) is gone with run_into, this job alone
+                    // writes slot `at`, and nobody else holds the array
+                    // (`BatchPool::take`) until the job returns.
                     Ok(Some(image)) => unsafe { slots.place(at, image, &like) },
                     Err(_) => Placed::Reference,
                 });

@@ -25,8 +25,11 @@ enum PixelBytes {
     F32(Box<[f32]>),
 }
 
-// SAFETY: the pixels are only read or written through exported buffers, as
-// any Python buffer is; Rust never touches them after construction.
+// SAFETY: every field (boxed slices, Vec<isize>) is Sync already, and the
+// class is frozen: after construction Rust only takes the pixels' address
+// (`raw`) and reads `shape`/`strides`, which never change. The pixels are
+// read or written only through exported buffers, where Python code shares
+// them across threads as it does any writable buffer (a NumPy array's).
 unsafe impl Sync for PixelBuffer {}
 
 impl PixelBuffer {
@@ -102,5 +105,9 @@ impl PixelBuffer {
         Ok(())
     }
 
+    /// # Safety
+    /// CPython calls this with a view that `__getbuffer__` filled. It does
+    /// nothing: the pixels live as long as the object, and CPython drops the
+    /// view's reference to it (`view.obj`) itself.
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
 }

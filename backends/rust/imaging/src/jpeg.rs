@@ -58,12 +58,27 @@ struct Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // SAFETY: a Session is only made by Session::new, so `cinfo` went through
+        // jpeg_create_decompress; its Box has not moved and `_err`, which
+        // `cinfo.common.err` points to, is dropped only after this. libjpeg
+        // documents jpeg_destroy as valid in any state, also after error_exit
+        // (our unwinding one) left a call part way.
         unsafe { ffi::jpeg_destroy_decompress(&mut self.cinfo) }
     }
 }
 
 impl Session {
     fn new(data: &[u8]) -> Session {
+        // SAFETY: both structs are plain C data (integers, raw pointers, enums
+        // whose 0 is a variant, `Option` of fn pointers), so all-zero is a valid
+        // value, as libjpeg's own examples start. They are boxed, so
+        // `cinfo.common.err` keeps pointing at the live error manager when the
+        // Session moves, and the Session owns both (`_err` outlives the
+        // jpeg_destroy in Drop). jpeg_create_decompress gets the real size via
+        // mozjpeg-sys. jpeg_mem_src keeps `data`'s pointer: the only caller,
+        // `decode`, drops the Session before `data`'s borrow ends. Errors reach
+        // `error_exit`, which unwinds (`C-unwind`; the C is built with
+        // -fexceptions by mozjpeg-sys's `unwinding` feature).
         unsafe {
             let mut err: Box<ffi::jpeg_error_mgr> = Box::new(mem::zeroed());
             ffi::jpeg_std_error(&mut err);
@@ -79,6 +94,14 @@ impl Session {
 
     fn read_row(&mut self, row: &mut [u8]) -> Result<(), Fallback> {
         let mut pointer = row.as_mut_ptr();
+        // SAFETY: `cinfo` is a live decompressor (Session::new). libjpeg writes
+        // one scanline of output_width * output_components bytes through
+        // `pointer`; every caller passes a row of exactly that length (read_all:
+        // output_width * channels; read_region: the width jpeg_crop_scanline set,
+        // times channels), and `channels` is output_components for the
+        // out_color_space `decode` chose (GRAYSCALE 1, RGB 3). `pointer` is a
+        // local that outlives the call; a call in the wrong state is a libjpeg
+        // error, which unwinds.
         let read = unsafe { ffi::jpeg_read_scanlines(&mut self.cinfo, &mut pointer, 1) };
         all_rows(read as usize, 1)
     }
@@ -87,6 +110,9 @@ impl Session {
         if rows == 0 {
             return Ok(());
         }
+        // SAFETY: a live decompressor; jpeg_skip_scanlines writes no caller
+        // memory, stops at the image's end (returning fewer) and reports a wrong
+        // state through error_exit, which unwinds.
         let skipped = unsafe { ffi::jpeg_skip_scanlines(&mut self.cinfo, rows as u32) };
         all_rows(skipped as usize, rows)
     }
@@ -124,6 +150,9 @@ pub fn decode(
         return Err(Fallback(format!("more than {MAX_SCANS} JPEG scans")));
     }
     let mut session = Session::new(data);
+    // SAFETY: a decompressor just created with a memory source over `data`,
+    // which outlives `session`; require_image = TRUE. A corrupt header is a
+    // libjpeg error, which unwinds (caught by `decode::decode`).
     if unsafe { ffi::jpeg_read_header(&mut session.cinfo, 1) } != 1 {
         return Err(Fallback("no image in the JPEG file".into()));
     }
@@ -145,6 +174,9 @@ pub fn decode(
     if scale > 1 {
         (cinfo.scale_num, cinfo.scale_denom) = (1, scale as u32);
     }
+    // SAFETY: `cinfo` is the live decompressor, after a successful
+    // jpeg_read_header; the parameters set above are plain fields libjpeg
+    // validates itself (an unsupported scale is an error, which unwinds).
     if unsafe { ffi::jpeg_start_decompress(cinfo) } != 1 {
         return Err(Fallback("a suspended JPEG source".into()));
     }
@@ -160,6 +192,8 @@ pub fn decode(
         }
         _ => read_all(&mut session, height, width * channels),
     }?;
+    // SAFETY: the live decompressor after jpeg_start_decompress; it writes no
+    // caller memory, and rows left unread are a libjpeg error, which unwinds.
     if unsafe { ffi::jpeg_finish_decompress(&mut session.cinfo) } != 1 {
         return Err(Fallback("a suspended JPEG source".into()));
     }
@@ -199,6 +233,11 @@ fn read_region(
     let mut x0 = r.left.saturating_sub(imcu_w) as u32;
     let mut window_w = ((r.left + r.width + imcu_w).min(width) - x0 as usize) as u32;
     if (window_w as usize) < width {
+        // SAFETY: called after jpeg_start_decompress and before any row is
+        // read or skipped, as libjpeg-turbo requires; `x0` and `window_w` are
+        // locals (JDIMENSION is u32) it reads and widens to iMCU boundaries in
+        // place, and `x0 + window_w <= output_width` (`r.fits` and the `min`
+        // above; libjpeg checks it too and errors, which unwinds).
         unsafe { ffi::jpeg_crop_scanline(&mut session.cinfo, &mut x0, &mut window_w) };
     }
     let (x0, window_w) = (x0 as usize, window_w as usize);

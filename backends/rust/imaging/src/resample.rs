@@ -306,8 +306,12 @@ fn horizontal_simd<const C: usize>(
                 &padded
             }
         };
-        // SAFETY: the caller checked `available()`; `coefficients` keeps every
-        // span inside the row, which has a byte past its end for C == 3.
+        // SAFETY: the only caller (`horizontal_simd` of u8) checked `available()`
+        // and passes C = 3 or 4; `coefficients` keeps every span inside the
+        // `width` pixels (xmin + xmax <= width) and `row` has a byte past its
+        // end for C == 3, so each 4-byte read, at most (xmin + xmax - 1) * C + 4,
+        // is in `row`; `fixed` has `ksize` taps per output pixel, each xmax <=
+        // ksize, and `out_row` is out_w * C bytes for the out_w bounds.
         unsafe {
             resample_simd::row::<C>(row, out_row, &taps.bounds, &fixed, taps.ksize, precision)
         };
@@ -324,19 +328,28 @@ fn vertical<T: Sample>(
 ) -> Vec<T> {
     let dims = [height, stride, out_h];
     if resample_simd::has_avx2() {
-        // SAFETY: the CPU has AVX2.
+        // SAFETY: has_avx2() just detected AVX2 on this CPU, the only
+        // requirement of vertical_avx2 (its body is safe code).
         return unsafe { vertical_avx2(src, dims, filter) };
     }
     vertical_pass(src, dims, filter)
 }
 
 /// The same pass compiled for AVX2: LLVM vectorises the row sums 8 wide.
+///
+/// # Safety
+/// The CPU supports AVX2 (`resample_simd::has_avx2()`): the body is compiled
+/// with it enabled.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn vertical_avx2<T: Sample>(src: &[T], dims: [usize; 3], filter: Filter) -> Vec<T> {
     vertical_pass(src, dims, filter)
 }
 
+/// The portable pass, under the x86-64 version's name.
+///
+/// # Safety
+/// None beyond the x86-64 version's signature: it is plain safe code.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn vertical_avx2<T: Sample>(src: &[T], dims: [usize; 3], filter: Filter) -> Vec<T> {
     vertical_pass(src, dims, filter)
