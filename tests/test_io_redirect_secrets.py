@@ -6,6 +6,8 @@ backend, the reference's reads and the rust backend's native ones (issue 49)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset, ObjectStoreDataset, RetryPolicy
@@ -120,3 +122,55 @@ def test_an_object_stores_own_origin_keeps_its_signature(io_mode, monkeypatch):
         ] * 2
         assert all(h.get("authorization", "").startswith("AWS4-") for h in server.headers_seen)
         assert all("referer" not in h for h in server.headers_seen)
+
+
+ORIGIN_CODES = [301, 302, 303, 307, 308]
+
+
+@st.composite
+def chains(draw):
+    """Hops after the first request: each to the dataset's origin, another port,
+    or another host on the origin's port, with any redirect code."""
+    length = draw(st.integers(1, 6))
+    targets = draw(st.lists(st.sampled_from(["origin", "other port", "other host"]),
+                            min_size=length, max_size=length))  # fmt: skip
+    codes = draw(st.lists(st.sampled_from(ORIGIN_CODES), min_size=length, max_size=length))
+    return list(zip(targets, codes, strict=True))
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(chain=chains())
+def test_no_secret_reaches_another_origin_on_any_redirect_chain(io_mode, chain):
+    """The redirect rule as a property: whatever chain of origins Hypothesis draws,
+    every request that is not to the dataset's origin carries no secret, and the
+    item is read at the chain's end."""
+    with LoopbackServer({}) as other, LoopbackServer({}) as server:
+        port = server.url.rpartition(":")[2]
+        bases = {
+            "origin": server.url,
+            "other port": other.url,
+            "other host": f"http://localhost:{port}",
+        }
+        serving = {"origin": server, "other port": other, "other host": server}
+        where, first = "origin", f"/h0?access_token={TOKEN}"
+        for hop, (target, code) in enumerate(chain):
+            path = first if hop == 0 else f"/h{hop}"
+            serving[where].fail(path, Redirect(f"{bases[target]}/h{hop + 1}", code))
+            where = target
+        serving[where].objects[f"/h{len(chain)}"] = BODY
+        data = HttpDataset(
+            [with_userinfo(server.url) + first],
+            headers={"X-Api-Key": SECRET},
+            retry=FAST,
+        )
+        assert load(data, io_mode) == [BODY]
+        assert data.counters.redirects == len(chain)
+        origin_host = server.url.removeprefix("http://")
+        elsewhere = [h for h in server.headers_seen if h.get("host") != origin_host]
+        elsewhere += other.headers_seen
+        assert [leaked(h) for h in elsewhere if leaked(h)] == []
+        assert server.headers_seen[0].get("x-api-key") == SECRET  # the origin has them
