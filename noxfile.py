@@ -189,6 +189,7 @@ def lint(session: nox.Session) -> None:
         session.run(
             "cargo",
             "clippy",
+            "--workspace",  # the crates' tests too, so every unsafe block is checked
             "--release",
             "--all-targets",
             "--",
