@@ -131,3 +131,37 @@ def test_an_object_stores_certificate_that_does_not_verify_is_not_retried(io_mod
         assert "item 0" in str(caught.value) and "s3://bucket/k" in str(caught.value)
         assert "certificate" in str(caught.value).lower(), caught.value
         assert server.connections == 1
+
+
+@pytest.fixture(scope="module")
+def private_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server certificate signed by a CA of the test's own, and that CA's file."""
+    folder: Path = tmp_path_factory.mktemp("ca")
+
+    def openssl(*arguments: str) -> None:
+        subprocess.run(["openssl", *arguments], check=True, capture_output=True, cwd=folder)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
+    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "1", "-extfile", "ext.cnf",
+            "-out", "server.pem")  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.pem", folder / "server.key")
+    return context, folder / "ca.pem"
+
+
+def test_ssl_cert_file_is_the_trusted_store_on_every_backend(io_mode, private_ca, monkeypatch):
+    """As OpenSSL reads it: the CAs in SSL_CERT_FILE are the ones trusted, so a
+    private CA works on every backend (rust: rustls-native-certs reads it; the
+    Mozilla roots bundled in reqwest are off, so no root is trusted that the
+    reference would not trust)."""
+    context, ca = private_ca
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    reply = once(OK + b"Content-Length: 5\r\n\r\nhello")
+    with RawServer(reply, context=context) as server:
+        data = HttpDataset([server.url + "/item"], retry=FAST)
+        assert load(data, io_mode) == [b"hello"]

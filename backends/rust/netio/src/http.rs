@@ -89,6 +89,9 @@ impl HttpReader {
             .pool_max_idle_per_host(options.max_connections)
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
+            // The system's roots (or SSL_CERT_FILE's, as OpenSSL reads it) alone, as the
+            // reference trusts them: not also the Mozilla roots bundled in reqwest.
+            .tls_built_in_webpki_certs(false)
             .connector_layer(stalls)
             .build()
             .map_err(|e| e.to_string())?;

@@ -79,6 +79,7 @@ impl HttpConnector for OwnOriginConnector {
             .no_gzip()
             .redirect(Policy::none())
             .referer(false)
+            .tls_built_in_webpki_certs(false) // the reference's roots alone (http.rs)
             .build()
             .map_err(|e| object_store::Error::Generic {
                 store: "S3",
