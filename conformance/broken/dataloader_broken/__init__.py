@@ -25,6 +25,7 @@ from dataloader_api.contract import (
     StreamSpec,
 )
 from dataloader_api.kit import ThreadPool, _exit
+from dataloader_api.kit import _thread_pool as thread_pool
 
 
 class _Wrapped:
@@ -238,14 +239,16 @@ class _ExitPool(_Wrapped):
 
 
 class _StackPool(_Wrapped):
-    """Starts its threads with a 512 KiB stack: less than Python's threads get."""
+    """Starts its threads with a 512 KiB stack, whatever ``PoolSpec.stack_size``
+    says: less than Python's threads get."""
 
     def __init__(self, spec: PoolSpec) -> None:
-        previous = threading.stack_size(512 * 1024)
+        original = thread_pool.start_threads
+        thread_pool.start_threads = lambda threads, _: original(threads, 512 * 1024)
         try:
             super().__init__(spec)
         finally:
-            threading.stack_size(previous)
+            thread_pool.start_threads = original
 
 
 class _ThreadEndPool(_Wrapped):
