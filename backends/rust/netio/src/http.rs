@@ -82,16 +82,13 @@ impl HttpReader {
         let stalls = StallLayer {
             times: Arc::new(ConnectTimes::default()),
         };
-        // `attempt` follows redirects, as the reference does: reqwest would send the
-        // dataset's headers to any origin, and the URL in a Referer.
+        // `attempt` follows redirects (reqwest would send our headers and a Referer on).
         let client = Client::builder()
             .default_headers(identity)
             .pool_max_idle_per_host(options.max_connections)
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
-            // The system's roots (or SSL_CERT_FILE's, as OpenSSL reads it) alone, as the
-            // reference trusts them: not also the Mozilla roots bundled in reqwest.
-            .tls_built_in_webpki_certs(false)
+            .tls_built_in_webpki_certs(false) // the reference's roots alone: system or SSL_CERT_FILE
             .connector_layer(stalls)
             .build()
             .map_err(|e| e.to_string())?;
