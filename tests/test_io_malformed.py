@@ -141,11 +141,18 @@ def private_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext
     def openssl(*arguments: str) -> None:
         subprocess.run(["openssl", *arguments], check=True, capture_output=True, cwd=folder)
 
+    # The extensions Python 3.13's VERIFY_X509_STRICT asks for (key usage on the CA,
+    # the issuer's key identifier on the server's certificate).
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
             "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
             "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
-    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    (folder / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
+    )
     openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
             "-CAcreateserial", "-days", "1", "-extfile", "ext.cnf",
             "-out", "server.pem")  # fmt: skip
