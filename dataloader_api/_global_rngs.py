@@ -83,6 +83,7 @@ def _watched(generator: str, call: str, original: Callable[..., Any]) -> Callabl
         return original(*args, **kwargs)
 
     on_a_worker_thread_warns.__wrapped__ = original  # type: ignore[attr-defined]
+    on_a_worker_thread_warns.watched_by_dataloader_api = True  # type: ignore[attr-defined]
     on_a_worker_thread_warns.__doc__ = original.__doc__
     on_a_worker_thread_warns.__name__ = original.__name__
     return on_a_worker_thread_warns
@@ -97,7 +98,8 @@ def _watch(generator: str, modules: list[tuple[Any, str]], names: tuple[str, ...
         for module, prefix in modules:
             for name in names:
                 original = getattr(module, name, None)
-                if original is None or hasattr(original, "__wrapped__"):
+                # Ours only: torch's own setters carry __wrapped__ (its decorators).
+                if original is None or getattr(original, "watched_by_dataloader_api", False):
                     continue
                 if id(original) not in wrapped:
                     wrapped[id(original)] = _watched(generator, f"{prefix}.{name}", original)

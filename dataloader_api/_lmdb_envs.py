@@ -115,6 +115,7 @@ def _shared_open(original: Callable[..., Any]) -> Callable[..., Any]:
             return SharedEnvironment(entry, key)
 
     open_shared_on_worker_threads.__wrapped__ = original  # type: ignore[attr-defined]
+    open_shared_on_worker_threads.shared_by_dataloader_api = True  # type: ignore[attr-defined]
     open_shared_on_worker_threads.__doc__ = original.__doc__
     return open_shared_on_worker_threads
 
@@ -122,8 +123,8 @@ def _shared_open(original: Callable[..., Any]) -> Callable[..., Any]:
 def share_lmdb_environments() -> None:
     """Wraps ``lmdb.open``, once, if lmdb is imported."""
     lmdb: Any = sys.modules.get("lmdb")
-    if lmdb is None or hasattr(lmdb.open, "__wrapped__"):
+    if lmdb is None or getattr(lmdb.open, "shared_by_dataloader_api", False):
         return
     with _lock:
-        if not hasattr(lmdb.open, "__wrapped__"):
+        if not getattr(lmdb.open, "shared_by_dataloader_api", False):
             lmdb.open = _shared_open(lmdb.open)
