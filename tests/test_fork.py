@@ -15,7 +15,7 @@ import pytest
 
 import dataloader_api
 from dataloader_api import DataLoader, IterableDataset, _aio
-from dataloader_api.contract import ForkedPoolError, MapWork, PoolSpec, StreamSpec
+from dataloader_api.contract import BatchJob, ForkedPoolError, MapWork, PoolSpec, StreamSpec
 
 SHIPPED = [name for name in ("threads", "rust", "cffi") if name in dataloader_api.backends()]
 
@@ -231,6 +231,10 @@ def test_a_backend_raises_the_contracts_fork_error_for_an_inherited_pool(backend
     """The backends that check for an inherited pool themselves raise the
     contract's type, as the loader does (rust and cffi raised a bare RuntimeError)."""
     pool = dataloader_api.resolve_backend(backend).create_pool(PoolSpec(1, lambda i: None))
+    # One epoch first, so that the fork finds the pool's thread started and idle,
+    # as a user's does (forked while it attaches, a lock it held stays held in the
+    # child: once in CI beside a loaded machine, the child hung until its alarm).
+    assert list(pool.map_batches(MapWork([BatchJob(0, [7])], list, list), StreamSpec(1))) == [[7]]
 
     def use() -> int:
         try:
