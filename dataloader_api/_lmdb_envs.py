@@ -65,8 +65,7 @@ class SharedEnvironment:
             raise AttributeError(name)
         entry = self._entry
         if entry is None:
-            import lmdb
-
+            lmdb = sys.modules["lmdb"]  # imported: it made the handle (and has no stubs)
             raise lmdb.Error(f"this handle on the LMDB environment {self._key!r} is closed")
         return getattr(entry.environment, name)
 
