@@ -7,9 +7,9 @@ all was read through the counting proxy."""
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
+from rawserver import RawServer
 
 from dataloader_api import DataLoader
 from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
@@ -21,44 +21,21 @@ NOWHERE = "192.0.2.1:8099"  # TEST-NET-1: a direct connect never succeeds
 VARIABLES = ["http_proxy", "https_proxy", "all_proxy", "no_proxy"]
 
 
-class CountingProxy:
-    """Answers absolute-form GETs itself (``BODY``), refuses CONNECT (403); records
-    each request's head."""
+class CountingProxy(RawServer):
+    """Answers absolute-form GETs itself (``BODY``), on one connection as long as
+    the client keeps it, and refuses CONNECT (403); records each request's head
+    (``heads``, as text). RawServer's listener and accept loop, its own serving."""
 
     def __init__(self) -> None:
-        self.heads: list[str] = []
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.05)
-        self.port = self._listener.getsockname()[1]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-
-    def __enter__(self) -> CountingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._listener.close()
+        super().__init__(lambda head: ())
+        self.heads: list[str] = []  # text, where RawServer keeps bytes
 
     def lines(self) -> list[str]:
         with self._lock:
             return [head.split("\r\n")[0] for head in self.heads]
 
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            connection.settimeout(10)
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
-
     def _serve(self, connection: socket.socket) -> None:
+        connection.settimeout(10)
         buffer = b""
         try:
             while True:
