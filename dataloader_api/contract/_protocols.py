@@ -106,7 +106,13 @@ class ReadsNatively(Protocol):
     one epoch); and ``counters()`` ((requests, retries, bytes, redirects) so
     far; the last may be left out). The loader starts a job's reads when the
     backend takes the job (``BatchJob.started``), and ``fetch`` waits for them.
-    A backend without it runs the reference.
+    A reader that also has ``stream(location, size, cancel, expected)`` streams
+    remote tar shards: one object of ``size`` bytes indexed with validator
+    ``expected`` (its strong ETag or Last-Modified, or None); the handle's
+    ``take(start, end)`` gives those bytes once they are there, or the failure
+    record with the object's size now appended, where kind ``"changed"`` is
+    another size and ``"replaced"`` (the message: the validator now) a first
+    reply with another validator. A backend without it runs the reference.
     """
 
     def open_reader(self, spec: dict[str, Any], concurrency: int | None) -> Any: ...

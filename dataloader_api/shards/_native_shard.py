@@ -35,10 +35,21 @@ class NativeStreams:
             open_reader, "__self__", open_reader
         )
 
-    def start(self, shard: int, size: int, mismatch: Callable[[int], BaseException]) -> NativeShard:
+    def start(
+        self,
+        shard: int,
+        size: int,
+        mismatch: Callable[[int], BaseException],
+        expected: tuple[str, Callable[[str], BaseException]] | None = None,
+    ) -> NativeShard:
+        """Stream shard ``shard`` of ``size`` bytes; ``expected``: the validator it was
+        indexed with and what a first reply with another raises."""
         location = self.source.locations.of(shard)
-        native = self.shared.reader.stream(self.source.native_location(location), size, self.cancel)
-        return NativeShard(self, native, shard, location, mismatch)
+        validator, replaced = expected if expected is not None else (None, None)
+        native = self.shared.reader.stream(
+            self.source.native_location(location), size, self.cancel, validator
+        )
+        return NativeShard(self, native, shard, location, mismatch, replaced)
 
 
 class NativeShard:
@@ -51,9 +62,11 @@ class NativeShard:
         shard: int,
         location: str,
         mismatch: Callable[[int], BaseException],
+        replaced: Callable[[str], BaseException] | None = None,
     ) -> None:
         self._streams, self._native = streams, native
         self._shard, self._location, self._mismatch = shard, location, mismatch
+        self._replaced = replaced
         self.size: int = native.size
 
     @property
@@ -77,5 +90,7 @@ class NativeShard:
         kind, message, status, attempts, errno, total = taken
         if kind == "changed":
             raise self._mismatch(total)
+        if kind == "replaced" and self._replaced is not None:  # the message: its validator now
+            raise self._replaced(message)
         source = self._streams.source
         raise source.failure(self._shard, self._location, kind, message, status, attempts, errno)

@@ -76,9 +76,9 @@ class StreamedShards:
         ``mismatch(total)`` is what a reply of another size than ``size`` raises;
         ``samples`` how many samples the shard holds (a shard read again before
         half of them were asked of its last read is counted: random access);
-        ``expected`` the validator the shard was indexed with and what a reply with
-        another raises (checked by the reference's client; the native reader does
-        not hand its reply headers back)."""
+        ``expected`` the validator the shard was indexed with and what a first reply
+        with another raises (checked by the reference's client and by the native
+        reader alike)."""
         with self._lock:
             kept = self._kept.get(shard)
             if kept is not None and not kept.failed:  # a failed read is tried again
@@ -104,7 +104,7 @@ class StreamedShards:
                 )
             self._make_room(size)
             if native is not None:  # started under the lock: one request per shard
-                streaming = native.start(shard, size, mismatch)
+                streaming = native.start(shard, size, mismatch, expected)
             else:
                 streaming = ProgressiveBytes(size, mismatch)
                 if expected is not None:

@@ -101,10 +101,18 @@ impl NativeReader {
         })
     }
 
-    /// Start streaming one object of `size` bytes (a tar shard, by its URL or key);
-    /// `NativeStream.take` gives a part once it has arrived.
-    fn stream(&self, location: String, size: u64, cancel: &ReadCancel) -> NativeStream {
-        let buffer = Arc::new(StreamBuffer::new(size));
+    /// Start streaming one object of `size` bytes (a tar shard, by its URL or key),
+    /// indexed with validator `expected` (strong ETag or Last-Modified; None: the
+    /// length alone is checked); `NativeStream.take` gives a part once it has arrived.
+    #[pyo3(signature = (location, size, cancel, expected=None))]
+    fn stream(
+        &self,
+        location: String,
+        size: u64,
+        cancel: &ReadCancel,
+        expected: Option<String>,
+    ) -> NativeStream {
+        let buffer = Arc::new(StreamBuffer::expecting(size, expected));
         let location = location.into_bytes();
         self.reader
             .stream(location, buffer.clone(), cancel.cancel.clone());

@@ -34,7 +34,9 @@ class _HalfReader:
         if spec["kind"] != "http":
             raise ValueError(f"broken-shards streams over HTTP only, not {spec['kind']!r}")
 
-    def stream(self, location: str, size: int, cancel: object) -> _HalfStream:
+    def stream(
+        self, location: str, size: int, cancel: object, expected: str | None = None
+    ) -> _HalfStream:
         return _HalfStream(location, size)
 
     def start(self, locations: list[str], cancel: object) -> Any:

@@ -15,6 +15,9 @@ pub enum FailureKind {
     Cancelled,
     /// A streamed object is not the size it was indexed at (`total`): it changed.
     Changed,
+    /// A streamed object of the size indexed, but another validator (the message
+    /// holds the reply's): replaced by one of the same length.
+    Replaced,
 }
 
 impl FailureKind {
@@ -26,6 +29,7 @@ impl FailureKind {
             FailureKind::Invalid => "invalid",
             FailureKind::Cancelled => "cancelled",
             FailureKind::Changed => "changed",
+            FailureKind::Replaced => "replaced",
         }
     }
 }
@@ -60,6 +64,11 @@ impl Failure {
         let mut failure = Failure::new(FailureKind::Changed, format!("{total} bytes now"));
         failure.total = Some(total);
         failure
+    }
+
+    /// A streamed object whose reply carries `validator`, not the one it was indexed with.
+    pub fn replaced(validator: &str) -> Failure {
+        Failure::new(FailureKind::Replaced, validator)
     }
 
     /// An item of `size` bytes, past `max_bytes`.

@@ -182,7 +182,8 @@ impl S3Reader {
         let partial = result.range.start > 0;
         let (start, end) = (result.range.start, result.range.end);
         let range = format!("bytes {start}-{}/{}", end.saturating_sub(1), sink.size());
-        let validator = result.meta.e_tag.clone();
+        // A strong ETag only, as the reference takes it (and If-Match compares strongly).
+        let validator = result.meta.e_tag.clone().filter(|tag| tag.starts_with('"'));
         let mut writer = BodyWriter::new(sink, partial, Some(&range), validator)?;
         let mut stream = result.into_stream();
         loop {

@@ -14,6 +14,9 @@ use crate::shard_bytes::ShardBytes;
 
 pub struct StreamBuffer {
     size: u64,
+    /// The validator the object was indexed with: a first whole reply with another
+    /// is not that object (a resumed one's bytes are compared instead).
+    expected: Option<String>,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -32,8 +35,15 @@ struct State {
 
 impl StreamBuffer {
     pub fn new(size: u64) -> StreamBuffer {
+        StreamBuffer::expecting(size, None)
+    }
+
+    /// A buffer for an object indexed with `expected` as its validator (strong ETag
+    /// or Last-Modified, as the reference's client takes it).
+    pub fn expecting(size: u64, expected: Option<String>) -> StreamBuffer {
         StreamBuffer {
             size,
+            expected,
             state: Mutex::new(State {
                 // Not reserved from the size alone on the heap: a server or an index may lie.
                 data: ShardBytes::new(size, RESERVE_AT_MOST),
@@ -188,6 +198,11 @@ impl<'a> BodyWriter<'a> {
                 skip: 0,
             });
         }
+        if let (0, Some(expected), Some(now)) = (received, &buffer.expected, &validator) {
+            if expected != now {
+                return Err(Failure::replaced(now));
+            }
+        }
         buffer.set_validator(validator);
         Ok(BodyWriter {
             buffer,
@@ -242,6 +257,22 @@ mod tests {
         assert_eq!(buffer.take(2, 8, |b| b.to_vec()).unwrap(), b"cdefgh");
         assert!(buffer.is_done() && !buffer.is_failed());
         assert_eq!(buffer.write(b"i").unwrap_err().kind, FailureKind::Changed);
+    }
+
+    #[test]
+    fn a_first_reply_with_another_validator_is_not_the_object_indexed() {
+        let buffer = StreamBuffer::expecting(4, Some("\"v1\"".into()));
+        let replaced = BodyWriter::new(&buffer, false, None, Some("\"v2\"".into()));
+        let failure = replaced.err().unwrap();
+        assert_eq!(
+            (failure.kind, failure.message.as_str()),
+            (FailureKind::Replaced, "\"v2\"")
+        );
+        // Nothing of it went in.
+        assert_eq!(buffer.received(), 0);
+        // The same validator, or a reply without one (only the length is checked then).
+        assert!(BodyWriter::new(&buffer, false, None, Some("\"v1\"".into())).is_ok());
+        assert!(BodyWriter::new(&buffer, false, None, None).is_ok());
     }
 
     #[test]
