@@ -4,18 +4,21 @@ each interpreter given (this one when none is).
 
     python scripts/check_install.py DIST_DIR [PYTHON ...]
 
-One pip command per interpreter, ``pip install --find-links DIST_DIR
---only-binary dataloader-rust,dataloader-cffi "dataloader-api[all]"`` (NumPy
-and cffi come from the index; on a free-threaded build ``[rust,images]``, as
-cffi refuses it): our native backends must come as wheels, never compiled
-there. Then, from a folder outside the checkout so that nothing is imported
-from the source tree, an epoch of the same small dataset on each backend.
-The sdists are only checked for being there (``build_dists.py`` makes them);
-no wheel is built from them here.
+The pip command is the README's, taken from it verbatim (the ``pip install
+--find-links dist`` line of its Install section; ``dist`` is DIST_DIR), with
+``[rust,images]`` for ``[all]`` on a free-threaded build, as the README says
+(cffi refuses it). ``--only-binary :all:`` in it means nothing is compiled
+there: our native backends come as wheels, and NumPy as the newest release
+with a wheel for the interpreter (2.5 has none for 3.13t). Then, from a
+folder outside the checkout so that nothing is imported from the source
+tree, an epoch of the same small dataset on each backend. The sdists are only
+checked for being there (``build_dists.py`` makes them); no wheel is built
+from them here.
 """
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,6 +27,21 @@ from pathlib import Path
 from build_dists import free_threaded  # beside this script
 
 EXPECTED_BACKENDS = ["rust", "cffi", "threads"]
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_command() -> list[str]:
+    """The README's install command from built distributions, as its words."""
+    lines = [line for line in README.read_text().splitlines()
+             if line.startswith("pip install --find-links dist ")]  # fmt: skip
+    if len(set(lines)) != 1:
+        raise SystemExit(f"README.md: expected one 'pip install --find-links dist' command, "
+                         f"found {sorted(set(lines))}")  # fmt: skip
+    words = shlex.split(lines[0])
+    if '"dataloader-api[all]"' not in lines[0] or "--only-binary" not in words:
+        raise SystemExit(f"README.md: the install command changed shape: {lines[0]!r}")
+    return words
+
 
 SMOKE = """
 import sys
@@ -58,21 +76,19 @@ def check(dist: Path, interpreters: list[str]) -> None:
 
 
 def check_one(dist: Path, interpreter: str) -> None:
-    extras, expected, pins = "all", EXPECTED_BACKENDS, []
-    if free_threaded(interpreter):
-        # cffi refuses free-threaded builds; NumPy 2.5 has no cp313t wheels.
-        pins = ["numpy<2.5"]
-        extras, expected = "rust,images", [b for b in EXPECTED_BACKENDS if b != "cffi"]
+    words, expected = readme_command(), EXPECTED_BACKENDS
+    words[words.index("dist")] = str(dist)
+    if free_threaded(interpreter):  # cffi refuses free-threaded builds (the README says so)
+        words[words.index("dataloader-api[all]")] = "dataloader-api[rust,images]"
+        expected = [b for b in EXPECTED_BACKENDS if b != "cffi"]
     with tempfile.TemporaryDirectory() as scratch:
         env = Path(scratch) / "env"
         subprocess.run([interpreter, "-m", "venv", env], check=True)
         python = env / "bin" / "python"
-        subprocess.run(
-            [python, "-m", "pip", "install", "--quiet", "--find-links", dist,
-             "--only-binary", "dataloader-rust,dataloader-cffi", f"dataloader-api[{extras}]",
-             *pins],
-            cwd=scratch, check=True,
-        )  # fmt: skip
+        assert words[:2] == ["pip", "install"], words
+        print("check_install:", shlex.join(words), f"({interpreter})", flush=True)
+        subprocess.run([python, "-m", *words[:2], "--quiet", *words[2:]], cwd=scratch,
+                       check=True)  # fmt: skip
         subprocess.run([python, "-c", SMOKE, ",".join(expected)], cwd=scratch, check=True)
 
 
