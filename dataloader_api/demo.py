@@ -4,31 +4,52 @@
                                   [--images N] [--backends a,b]
 
 Prints one row per backend (and one for loading on the calling thread): the
-interpreter, items per second (median over the epochs) and the time to the
-first batch of a fresh loader. Then the same rows for JPEG photos through an
-image pipeline (decode, random resized crop, flip, normalize), when Pillow
-is installed.
+interpreter; items per second, the median over the epochs and their spread
+(slowest to fastest); the first batch of a new loader (the median of
+``FRESH_LOADERS``, made once the backend is loaded); and the row's start-up,
+the first loader's first batch, which also pays what a process pays once
+(imports, loading the backend, starting its threads). Then the same rows for
+JPEG photos through an image pipeline (decode, random resized crop, flip,
+normalize), when Pillow is installed. The machine's load is printed before
+and after, with a note when it was too busy for the figures to mean much.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import platform
 import statistics
 import sys
 import sysconfig
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._datasets import SyntheticImages
 from ._loader import DataLoader
 from ._registry import backends
 
+#: New loaders whose first batch is timed per row (their median is shown).
+FRESH_LOADERS = 5
+
 
 def interpreter() -> str:
     build = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
     return f"{platform.python_implementation()} {platform.python_version()}{build}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row's figures: items/s of each epoch, first batches of new loaders, and the
+    start-up (the first loader's first batch, with the process's one-time costs)."""
+
+    name: str
+    workers: int
+    rates: list[float]
+    first_batches: list[float]
+    startup: float
 
 
 def measure(
@@ -37,28 +58,47 @@ def measure(
     workers: int,
     batch_size: int,
     epochs: int,
+    clock: Callable[[], float] = time.perf_counter,
     **options: Any,
-) -> tuple[float, float]:
-    """(median items/s over ``epochs``, seconds to the first batch of a new loader)."""
+) -> tuple[list[float], list[float], float]:
+    """(items/s of each of ``epochs``, first batches of ``FRESH_LOADERS`` new loaders,
+    the start-up: the first of all, before any other loader of this row)."""
 
     def make() -> DataLoader[Any]:
         return DataLoader(
             dataset, batch_size=batch_size, num_workers=workers, backend=backend, seed=0, **options
         )
 
-    start = time.perf_counter()
-    iterator = iter(make())
-    next(iterator)
-    first_batch = time.perf_counter() - start
-    iterator.close()
+    def first_batch() -> float:
+        start = clock()
+        iterator = iter(make())
+        next(iterator)
+        took = clock() - start
+        iterator.close()
+        return took
 
+    startup = first_batch()
+    first_batches = [first_batch() for _ in range(FRESH_LOADERS)]
     loader = make()
     rates = []
     for _ in range(epochs):
-        start = time.perf_counter()
+        start = clock()
         count = sum(len(labels) for _, labels in loader)
-        rates.append(count / (time.perf_counter() - start))
-    return statistics.median(rates), first_batch
+        rates.append(count / (clock() - start))
+    return rates, first_batches, startup
+
+
+def load_note(before: float, after: float) -> str:
+    """The machine's load around the run, and whether it was too busy to compare."""
+    cores = os.cpu_count() or 1
+    line = f"machine: {cores} cores, load {before:.1f} before and {after:.1f} after"
+    if max(before, after) > cores:
+        line += (
+            f"\nnote: the machine was busy (load above its {cores} cores): other work took "
+            "CPU from these rows, so their figures and the ratios between them mean little; "
+            "run again on a quiet machine"
+        )
+    return line
 
 
 def jpeg_photos(count: int) -> list[tuple[bytes, int]]:
@@ -91,14 +131,21 @@ def image_options() -> dict[str, Any]:
     return {"transform": pipeline, "collate_fn": T.ImageCollate(on=0)}
 
 
-def print_rows(rows: list[tuple[str, int, float, float]]) -> None:
+def print_rows(rows: list[Row]) -> None:
     header = (
-        f"{'backend':<18} {'interpreter':<18} {'workers':>7} {'items/s':>10} {'first batch':>12}"
+        f"{'backend':<18} {'interpreter':<18} {'workers':>7} {'items/s':>10} "
+        f"{'spread':>17} {'first batch':>12} {'start-up':>11}"
     )
     print(header)
     print("-" * len(header))
-    for name, workers, rate, first in rows:
-        print(f"{name:<18} {interpreter():<18} {workers:>7} {rate:>10,.0f} {first * 1e3:>9.2f} ms")
+    for row in rows:
+        spread = f"{min(row.rates):,.0f}-{max(row.rates):,.0f}"
+        first = statistics.median(row.first_batches)
+        print(
+            f"{row.name:<18} {interpreter():<18} {row.workers:>7} "
+            f"{statistics.median(row.rates):>10,.0f} {spread:>17} {first * 1e3:>9.2f} ms "
+            f"{row.startup * 1e3:>8.1f} ms"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,20 +194,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.workers} workers, median of {args.epochs} epochs; "
         f"installed backends: {', '.join(installed) or 'none'}"
     )
-    rows: list[tuple[str, int, float, float]] = [
-        ("(calling thread)", 0, *measure(dataset, None, 0, args.batch_size, args.epochs))
-    ]
+    load_before = os.getloadavg()[0]
+    rows = [Row("(calling thread)", 0, *measure(dataset, None, 0, args.batch_size, args.epochs))]
     for name in installed:
-        rows.append(
-            (
-                name,
-                args.workers,
-                *measure(dataset, name, args.workers, args.batch_size, args.epochs),
-            )
-        )
+        figures = measure(dataset, name, args.workers, args.batch_size, args.epochs)
+        rows.append(Row(name, args.workers, *figures))
     print_rows(rows)
     if args.images and installed:
         show_images(args.images, installed, args.workers, args.epochs)
+    print(
+        f"\nitems/s: median of {args.epochs} epochs, spread from the slowest to the fastest; "
+        f"first batch: median of {FRESH_LOADERS} new loaders; start-up: the row's first "
+        "loader, with the one-time costs (imports, the backend, its threads)"
+    )
+    print(load_note(load_before, os.getloadavg()[0]))
     if not installed:
         print("no backend is installed: only the calling-thread row was measured", file=sys.stderr)
         return 1
@@ -178,9 +225,9 @@ def show_images(count: int, installed: list[str], workers: int, epochs: int) -> 
         f"\nimages: {count} JPEG photos of 500x375 -> decode, random resized crop 224, random "
         "flip, normalize, CHW float32 (natively on rust, else Pillow + NumPy), batch_size=32"
     )
-    rows = [("(calling thread)", 0, *measure(photos, None, 0, 32, epochs, **options))]
+    rows = [Row("(calling thread)", 0, *measure(photos, None, 0, 32, epochs, **options))]
     for name in installed:
-        rows.append((name, workers, *measure(photos, name, workers, 32, epochs, **options)))
+        rows.append(Row(name, workers, *measure(photos, name, workers, 32, epochs, **options)))
     print_rows(rows)
 
 
