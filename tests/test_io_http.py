@@ -8,7 +8,7 @@ import pytest
 import dataloader_api
 from dataloader_api import DataLoader
 from dataloader_api.io import FetchError, HttpDataset, ItemTooLargeError, RetryPolicy
-from dataloader_api.io.loopback import Delay, LoopbackServer, Reset, Status
+from dataloader_api.io.loopback import Delay, LoopbackServer, Redirect, Reset, Status
 from dataloader_api.testing import wait_until
 
 BACKENDS = [None, *[n for n in dataloader_api.backends() if not n.startswith("broken-")]]
@@ -247,3 +247,25 @@ def test_worker_info_in_transforms_is_the_workers(server, reads):
     assert sorted(seen) == list(range(COUNT))
     assert {worker for worker, _, _ in seen.values()} <= {0, 1}
     assert {count for _, count, _ in seen.values()} == {2}
+
+
+def test_counters_have_the_same_fields_and_meaning_on_every_backend(io_mode):
+    """Issue 48: each counter counts the same thing on every backend and read path,
+    checked against what the server saw (connections were 0 on rust's native reads)."""
+    objects = {f"/items/{i}.bin": body(i) for i in range(COUNT)}
+    with LoopbackServer(objects) as server:
+        server.fail("/items/3.bin", Status(503))  # one retry
+        server.fail("/items/5.bin", Redirect("/items/6.bin", 302))  # one redirect
+        data = dataset(server)
+        loader = DataLoader(data, batch_size=8, num_workers=workers_for(io_mode),
+                            backend=io_mode, collate_fn=list)  # fmt: skip
+        items = items_of(loader)
+        assert items[5] == body(6)
+        counters = data.counters
+        assert sorted(vars(counters)) == ["bytes", "connections", "redirects", "requests",
+                                          "retries"]  # fmt: skip
+        # every request sent: each item's, the retry's and the redirect's hop
+        assert counters.requests == sum(server.requests.values()) == COUNT + 2
+        assert (counters.retries, counters.redirects) == (1, 1)
+        assert counters.bytes == sum(len(item) for item in items)
+        assert 1 <= counters.connections == server.connections <= COUNT + 2

@@ -50,6 +50,8 @@ def test_listed_objects_are_read_once_each(bucket, io_mode):
                         collate_fn=list)  # fmt: skip
     got = [item for batch in loader for item in batch]
     assert sorted(got) == sorted(body(k) for k in KEYS[:30])
+    # counted alike on every path (rust's native reads counted no connection)
+    assert data.counters.requests == 31 and 1 <= data.counters.connections <= 31  # and the list
 
 
 def test_keys_from_a_template(bucket):

@@ -103,9 +103,10 @@ class ReadsNatively(Protocol):
     message, status, attempts, errno)`` that the dataset raises as the
     reference would (a location: ``bytes`` for a file's path, else ``str``);
     ``new_cancel()`` (a handle whose ``cancel()`` ends the reads in progress of
-    one epoch); and ``counters()`` ((requests, retries, bytes, redirects) so
-    far; the last may be left out). The loader starts a job's reads when the
-    backend takes the job (``BatchJob.started``), and ``fetch`` waits for them.
+    one epoch); and ``counters()`` ((requests, retries, bytes, redirects,
+    connections opened) so far; the last two may be left out). The loader
+    starts a job's reads when the backend takes the job (``BatchJob.started``),
+    and ``fetch`` waits for them.
     A reader that also has ``stream(location, size, cancel, expected)`` streams
     remote tar shards: one object of ``size`` bytes indexed with validator
     ``expected`` (its strong ETag or Last-Modified, or None); the handle's

@@ -143,7 +143,9 @@ def count_reads(shared: _Shared, dataset: Any) -> None:
             counters.bytes += counts[2] - shared.seen[2]
             if len(counts) > 3:  # a reader that follows redirects counts them
                 counters.redirects += counts[3] - shared.seen[3]
-        shared.seen = tuple(counts) + (0,) * (4 - len(counts))
+            if len(counts) > 4:  # and one that sees its connections opened
+                counters.connections += counts[4] - shared.seen[4]
+        shared.seen = tuple(counts) + (0,) * (5 - len(counts))
 
 
 class _Shared:
@@ -153,7 +155,7 @@ class _Shared:
     def __init__(self, owner: object, reader: Any) -> None:
         self.owner, self.reader = owner, reader
         self.lock = threading.Lock()
-        self.seen: tuple[int, ...] = (0, 0, 0, 0)
+        self.seen: tuple[int, ...] = (0, 0, 0, 0, 0)
 
 
 class StartedReads:

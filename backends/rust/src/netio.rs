@@ -124,14 +124,15 @@ impl NativeReader {
         ReadCancel::new()
     }
 
-    /// (requests, retries, bytes, redirects) so far.
-    fn counters(&self) -> (u64, u64, u64, u64) {
+    /// (requests, retries, bytes, redirects, connections opened) so far.
+    fn counters(&self) -> (u64, u64, u64, u64, u64) {
         let c = self.reader.counters();
         (
             c.requests.load(Ordering::Relaxed),
             c.retries.load(Ordering::Relaxed),
             c.bytes.load(Ordering::Relaxed),
             c.redirects.load(Ordering::Relaxed),
+            c.connections.load(Ordering::Relaxed),
         )
     }
 }

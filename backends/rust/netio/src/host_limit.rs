@@ -218,7 +218,7 @@ pub fn is_slow_connect(error: &(dyn Error + 'static)) -> bool {
 type BoxError = Box<dyn Error + Send + Sync>;
 
 /// reqwest's connector, with each connect timed against `ConnectTimes`.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct StallLayer {
     pub times: Arc<ConnectTimes>,
 }

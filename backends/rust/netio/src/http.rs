@@ -12,8 +12,9 @@ use reqwest::header::{
 use reqwest::{Client, StatusCode, Url};
 
 use crate::buffers::BufferPool;
+use crate::connections::CountConnects;
 use crate::failure::{error_chain, Failure, FailureKind};
-use crate::host_limit::{is_slow_connect, ConnectTimes, HostLimit, StallLayer};
+use crate::host_limit::{is_slow_connect, HostLimit, StallLayer};
 use crate::redirect::{self, same_origin, MAX_REDIRECTS};
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::stream::{BodyWriter, StreamBuffer, RESERVE_AT_MOST};
@@ -79,9 +80,6 @@ impl HttpReader {
         let authorization = headers.contains_key(AUTHORIZATION);
         let mut identity = HeaderMap::new();
         identity.insert("accept-encoding", HeaderValue::from_static("identity"));
-        let stalls = StallLayer {
-            times: Arc::new(ConnectTimes::default()),
-        };
         // `attempt` follows redirects (reqwest would send our headers and a Referer on).
         let client = Client::builder()
             .default_headers(identity)
@@ -89,7 +87,8 @@ impl HttpReader {
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
             .tls_built_in_webpki_certs(false) // the reference's roots alone: system or SSL_CERT_FILE
-            .connector_layer(stalls)
+            .connector_layer(StallLayer::default())
+            .connector_layer(CountConnects::on(&counters))
             .build()
             .map_err(|e| e.to_string())?;
         Ok(HttpReader {

@@ -3,6 +3,7 @@
 //! the reference's retry policy. No Python here: the pyo3 side converts.
 
 mod buffers;
+mod connections;
 mod failure;
 mod files;
 mod host_limit;
@@ -38,12 +39,14 @@ pub use http::HttpOptions;
 pub use store::S3Options;
 
 /// What a read did, for the dataset's counters.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Counters {
     pub requests: AtomicU64,
     pub retries: AtomicU64,
     pub redirects: AtomicU64,
     pub bytes: AtomicU64,
+    /// Connections opened (`connections::CountConnects`).
+    pub connections: AtomicU64,
 }
 
 enum Engine {
@@ -86,7 +89,10 @@ impl Reader {
             Source::S3(options) => {
                 let limit = options.max_connections;
                 let _guard = runtime::get().enter(); // the store's client is made here
-                (Engine::S3(store::S3Reader::new(options)?), limit)
+                (
+                    Engine::S3(store::S3Reader::new(options, counters.clone())?),
+                    limit,
+                )
             }
         };
         // A network source never has more reads in flight than its connections.

@@ -6,6 +6,7 @@
 //! reqwest's redirect policies cannot edit a request's headers: `http` follows
 //! redirects itself, and so does object_store's client (`OwnOriginConnector`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::uri::InvalidUri;
@@ -20,7 +21,9 @@ use reqwest::header::{
 use reqwest::redirect::Policy;
 use reqwest::{Method, StatusCode, Url};
 
+use crate::connections::CountConnects;
 use crate::failure::{error_chain, Failure, FailureKind};
+use crate::Counters;
 
 /// Redirects followed per item at most (`dataloader_api.io._http_client.MAX_REDIRECTS`).
 pub const MAX_REDIRECTS: usize = 10;
@@ -68,6 +71,7 @@ pub fn shown(url: &Url) -> String {
 pub struct OwnOriginConnector {
     pub timeout: Duration,
     pub max_connections: usize,
+    pub counters: Arc<Counters>,
 }
 
 impl HttpConnector for OwnOriginConnector {
@@ -80,6 +84,7 @@ impl HttpConnector for OwnOriginConnector {
             .redirect(Policy::none())
             .referer(false)
             .tls_built_in_webpki_certs(false) // the reference's roots alone (http.rs)
+            .connector_layer(CountConnects::on(&self.counters))
             .build()
             .map_err(|e| object_store::Error::Generic {
                 store: "S3",

@@ -13,6 +13,7 @@ use crate::failure::{error_chain, Failure, FailureKind};
 use crate::redirect::OwnOriginConnector;
 use crate::retry::RetryPolicy;
 use crate::stream::{BodyWriter, StreamBuffer};
+use crate::Counters;
 
 pub struct S3Options {
     pub bucket: String,
@@ -39,7 +40,7 @@ pub struct S3Reader {
 }
 
 impl S3Reader {
-    pub fn new(options: S3Options) -> Result<S3Reader, String> {
+    pub fn new(options: S3Options, counters: Arc<Counters>) -> Result<S3Reader, String> {
         let retry = RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_secs_f64(options.retry.backoff),
@@ -64,6 +65,7 @@ impl S3Reader {
             .with_http_connector(OwnOriginConnector {
                 timeout: Duration::from_secs_f64(options.timeout),
                 max_connections: options.max_connections,
+                counters,
             });
         if let Some(endpoint) = &options.endpoint {
             builder = builder.with_endpoint(endpoint);
