@@ -92,3 +92,23 @@ def test_the_backend_guide_names_every_contract_field_and_capability():
         missing += [f"{name}.{n}" for n in [name, *names] if n not in guide]
     missing += [c for c in ("open_reader", "pool_settings") if f"`{c}(" not in guide]
     assert not missing, f"docs/backends.md does not name: {missing}"
+
+
+PUBLIC_MODULES = [
+    "dataloader_api", "dataloader_api.io", "dataloader_api.io.loopback", "dataloader_api.shards",
+    "dataloader_api.transforms", "dataloader_api.contract", "dataloader_api.kit",
+    "dataloader_api.integrations", "dataloader_api.testing",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_the_api_reference_has_every_public_name(module):
+    """Each name a public module exports is in docs/api.md, on its own or with its
+    module (a module entry documents its ``__all__``)."""
+    import importlib
+
+    text = (GUIDE.parent / "api.md").read_text()
+    entries = set(re.findall(r"^::: (\S+)$", text, re.M))
+    names = importlib.import_module(module).__all__
+    missing = [n for n in names if module not in entries and f"{module}.{n}" not in entries]
+    assert not missing, f"docs/api.md lacks {module}: {missing}"
