@@ -370,6 +370,21 @@ def test_image_collate_makes_one_contiguous_batch_and_collates_the_rest():
         T.ImageCollate()([photo(), photo(5, 5)])
     with pytest.raises(TypeError, match="image 1 of the batch is a bytes, not a NumPy array"):
         T.ImageCollate()([photo(), b"jpeg"])
+    with pytest.raises(ValueError, match=r"float32 of shape.*ToFloat"):
+        T.ImageCollate()([photo(), photo().astype(np.float32)])
+
+
+def test_image_collate_names_to_rgb_for_a_gray_photo_among_rgb_ones():
+    def jpeg(mode: str) -> bytes:
+        buffer = io.BytesIO()
+        Image.fromarray(photo(24, 32)).convert(mode).save(buffer, "JPEG")
+        return buffer.getvalue()
+
+    decode = T.Compose([T.Decode()])
+    with pytest.raises(ValueError, match=r"gray or RGBA image among RGB ones: ToRGB\(\)"):
+        T.ImageCollate()([decode(jpeg("RGB")), decode(jpeg("L"))])
+    fixed = T.Compose([T.Decode(), T.ToRGB()])
+    assert T.ImageCollate()([fixed(jpeg("RGB")), fixed(jpeg("L"))]).shape == (2, 24, 32, 3)
     with pytest.raises(TypeError, match=r"on=1\.0"):
         T.ImageCollate(on=1.0)
 

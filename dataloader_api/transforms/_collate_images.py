@@ -44,10 +44,21 @@ def stack_images(images: list[Any]) -> Any:
             raise ValueError(
                 f"ImageCollate: image {position} of the batch is {dtype} of shape {shape}, "
                 f"image 0 is {first.dtype} of shape {first.shape}; make them equal "
-                "(e.g. RandomResizedCrop, CenterCrop or PadTo in the pipeline)"
+                f"({_fix(first.shape, image.shape, first.dtype, dtype)})"
             )
         batch[position] = image
     return batch
+
+
+def _fix(a: tuple[int, ...], b: tuple[int, ...], dtype_a: Any, dtype_b: Any) -> str:
+    """What in the pipeline makes two images' shapes and dtypes equal."""
+    if a == b:
+        return "the same ops for every item: ToFloat() gives float32 to all"
+    channels = {1, 3, 4}
+    differing = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
+    if len(a) != len(b) or (len(differing) == 1 and set(differing[0]) <= channels):
+        return "a gray or RGBA image among RGB ones: ToRGB() in the pipeline gives 3 channels"
+    return "e.g. RandomResizedCrop, CenterCrop or PadTo in the pipeline"
 
 
 class ImageCollate:
