@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sysconfig
 from typing import TYPE_CHECKING, Literal, overload
 
 from .contract import CAPABILITIES, Backend, Describes
@@ -94,7 +95,7 @@ def resolve_backend(name: str | None = None) -> Backend:
         listed = ", ".join(repr(n) for n in backends()) or "none"
         raise ValueError(
             f"{source}={name!r} is not an installed dataloader_api backend; "
-            f"installed backends: {listed}"
+            f"installed backends: {listed}{_why_absent(name)}"
         )
     loaded = installed[name].load()
     backend = loaded() if isinstance(loaded, type) else loaded
@@ -119,3 +120,17 @@ def resolve_backend(name: str | None = None) -> Backend:
             )
     _loaded[name] = backend
     return backend  # type: ignore[no-any-return]
+
+
+def free_threaded_build() -> bool:
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def _why_absent(name: str) -> str:
+    """Why a shipped backend cannot be installed on this interpreter, if it cannot."""
+    if name == "cffi" and free_threaded_build():
+        return (
+            " (the cffi backend cannot be installed on a free-threaded build: cffi does not "
+            "support it; use 'rust' or 'threads')"
+        )
+    return ""

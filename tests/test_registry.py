@@ -41,6 +41,18 @@ def test_argument_wins_over_environment(monkeypatch):
     assert DataLoader([1], num_workers=1, backend="threads").backend_name == "threads"
 
 
+def test_cffi_asked_for_on_a_free_threaded_build_says_why_it_is_absent(monkeypatch):
+    """On 3.13t, where cffi cannot be installed, the error says so (issue 48)."""
+    monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {})
+    monkeypatch.setattr(registry, "free_threaded_build", lambda: True)
+    monkeypatch.setenv("DATALOADER_BACKEND", "cffi")
+    with pytest.raises(ValueError, match=r"'cffi' is not .*free-threaded build: cffi does not"):
+        resolve_backend()
+    monkeypatch.setattr(registry, "free_threaded_build", lambda: False)
+    with pytest.raises(ValueError, match=r"installed backends: none$"):
+        resolve_backend()
+
+
 def test_unknown_backend_lists_installed(monkeypatch):
     with pytest.raises(
         ValueError, match=r"backend='cuda' is not an installed .*installed backends:"
