@@ -1,17 +1,18 @@
-"""Sessions: tests (unit + conformance), tests_under_load, conformance, demo and
-bench over the CPython matrix, each after provision for its interpreter; conformance_thorough,
-lint, cffi_tsan, bench_report, torch_parity.
+"""dataloader-api's sessions. `nox` alone runs tests (every interpreter) and lint.
 
-The matrix is every CPython of MATRIX found on this machine, plus the
-free-threaded 3.13t when it is missing but scripts/provision-freethreaded.sh
-can build it (set DATALOADER_NO_PROVISION=1 to leave it out). Loading this
-file only reads pyenv's versions folder and PATH: `nox -l` builds nothing.
-The build happens in the session `provision(python='3.13t')`, which every
-3.13t session requires (NOTE [ Provisioning 3.13t ] below).
-
-pyenv's interpreters are visible to nox only when PYENV_VERSION lists them, so
-this file sets it, and provision sets it again after a build.
+`nox -s demo` is the main job and `nox -s tests` the whole suite (README);
+`nox -s NAME-3.12` runs a matrix session on one interpreter.
 """
+
+# Maintainers' notes. The matrix is every CPython of MATRIX found on this
+# machine, plus the free-threaded 3.13t when it is missing but
+# scripts/provision-freethreaded.sh can build it (set DATALOADER_NO_PROVISION=1
+# to leave it out). Loading this file only reads pyenv's versions folder and
+# PATH: `nox -l` builds nothing. The build happens in the session
+# `provision(python='3.13t')`, which every 3.13t session requires (NOTE
+# [ Provisioning 3.13t ] below). pyenv's interpreters are visible to nox only
+# when PYENV_VERSION lists them, so this file sets it, and provision sets it
+# again after a build.
 
 from __future__ import annotations
 
@@ -105,8 +106,10 @@ MATRIX_SESSION = {
 
 @nox.session(**MATRIX_SESSION)
 def tests(session: nox.Session) -> None:
-    """The whole suite: unit tests, then the conformance suite (fast profile) for every
-    installed backend, or only $DATALOADER_BACKEND's when it is set."""
+    """The whole suite: unit tests, then conformance for every installed backend.
+
+    The conformance suite runs its fast profile, for every installed backend or only
+    $DATALOADER_BACKEND's when it is set."""
     install_suite(session)
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
     session.run("pytest", "-q", "tests", *session.posargs, env=s3_server_env(session))
@@ -122,7 +125,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(**MATRIX_SESSION)
 def tests_under_load(session: nox.Session) -> None:
-    """The tests marked ``timing`` (threads racing time or a stop: exit bounds, prompt
+    """The timing tests beside a CPU load: the suite must not need a quiet machine.
+
+    The tests marked ``timing`` (threads racing time or a stop: exit bounds, prompt
     stops, timeouts): the unit tests' for every shipped backend, and the conformance
     suite's for the default one (rust; ``$DATALOADER_BACKEND`` names another), while
     scripts/cpu_load.py keeps 4 busy processes per core running beside them: the
@@ -155,7 +160,7 @@ def tests_under_load(session: nox.Session) -> None:
 
 @nox.session(**MATRIX_SESSION)
 def conformance(session: nox.Session) -> None:
-    """Only the conformance suite; `nox -s conformance -- --backend NAME` for one backend.
+    """Only the conformance suite (`-- --backend NAME` for one backend).
 
     DATALOADER_EXTRA_BACKENDS lists out-of-tree backends (paths or requirements)
     to install first.
@@ -166,15 +171,17 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def conformance_thorough(session: nox.Session) -> None:
-    """The nightly profile: >= 1000 examples per property, 100 exit runs per scenario."""
+    """The conformance suite's nightly profile (1000+ examples per property)."""
     install_suite(session)
     run_conformance(session, "thorough", session.posargs, session.python == DEFAULT_PYTHON)
 
 
 @nox.session(python=DEFAULT_PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on everything, mypy --strict on the Python packages; rustfmt, clippy (warnings
-    are errors) and the Rust unit tests of the window and reorder buffers."""
+    """Linters: ruff, mypy --strict, rustfmt, clippy and the Rust crates' tests.
+
+    ruff on everything, mypy --strict on the Python packages; rustfmt, clippy
+    (warnings are errors) and the Rust unit tests of our crates."""
     # Pillow: its types, for dataloader_api.transforms.
     install_project(session, "ruff>=0.6", "mypy>=1.11", "pillow>=10.1", *TEST_DEPS)
     session.run("ruff", "check", ".")
@@ -204,8 +211,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def cffi_tsan(session: nox.Session) -> None:
-    """The cffi backend's C pool and rings under ThreadSanitizer, driven from C
-    (backends/cffi/csrc/test_dlpool.c); warnings are errors, a race fails the run."""
+    """The cffi backend's C pool under ThreadSanitizer: a race fails the run.
+
+    Driven from C (backends/cffi/csrc/test_dlpool.c); warnings are errors."""
     build = ROOT / ".nox" / "cffi-tsan"
     build.mkdir(parents=True, exist_ok=True)
     binary = build / "test_dlpool"
@@ -232,16 +240,16 @@ def cffi_tsan(session: nox.Session) -> None:
 
 @nox.session(**MATRIX_SESSION)
 def demo(session: nox.Session) -> None:
-    """The main job: the synthetic dataset, then JPEG photos through the image
-    pipeline, through every installed backend."""
+    """The main job: synthetic items and JPEG photos through every installed backend."""
     install_project(session, "pillow>=10.1")
     session.run("python", "-m", "dataloader_api.demo", *session.posargs)
 
 
 @nox.session(**MATRIX_SESSION)
 def bench(session: nox.Session) -> None:
-    """benchmarks/run.py side by side with the peers, which this session installs
-    where they have wheels; results go to
+    """The benchmarks, side by side with the peers (results in benchmarks/results/).
+
+    benchmarks/run.py, with the peers this session installs where they have wheels; results go to
     benchmarks/results/, and `nox -s bench_report` turns them into docs/benchmarks.md.
 
     `nox -s bench -- --quick` installs no peer and only proves the runner works (CI).
@@ -279,7 +287,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def bench_report(session: nox.Session) -> None:
-    """docs/benchmarks.md and its plots from benchmarks/results/*.json."""
+    """The benchmark report: docs/benchmarks.md and its plots from benchmarks/results/."""
     session.install("matplotlib")
     files = sorted(str(p) for p in (ROOT / "benchmarks" / "results").glob("*.json"))
     if not files:
@@ -289,7 +297,9 @@ def bench_report(session: nox.Session) -> None:
 
 @nox.session(python="3.11" if "3.11" in PRESENT else DEFAULT_PYTHON)
 def torch_parity(session: nox.Session) -> None:
-    """The tests that compare with PyTorch or need it, with PyTorch installed: parity of
+    """The tests that compare with PyTorch or need it, with PyTorch installed.
+
+    Parity of
     samplers and collation, a real two-process torch.distributed (gloo) job, and
     two-process Lightning DDP and accelerate runs on our loader; third-party datasets
     (Hugging Face, webdataset, torchvision, h5py) by torch's loader and ours."""
@@ -335,7 +345,9 @@ def torch_parity(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def build(session: nox.Session) -> None:
-    """Sdists and wheels of every distribution into dist/: the native wheels for every
+    """Sdists and wheels into dist/, then the README's install checked on each interpreter.
+
+    The native wheels for every
     interpreter of the matrix installed now (cffi's but for free-threaded ones),
     tagged manylinux and checked by maturin and auditwheel; then, for each of those
     interpreters, a fresh virtual environment installs "dataloader-api[all]" from
@@ -355,9 +367,10 @@ def build(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def docs(session: nox.Session) -> None:
-    """The docs site (mkdocs.yml: user guide, backend guide, benchmark report, API
-    reference from the docstrings) into site/, strictly: a broken link, a
-    missing reference or a docstring it cannot read fails the build."""
+    """The docs site into site/, strictly (a broken link or reference fails it).
+
+    mkdocs.yml: user guide, backend guide, benchmark report, API reference from the
+    docstrings; a docstring it cannot read fails the build too."""
     # The API reference reads dataloader_api's sources: no native backend to build.
     session.install(
         str(ROOT), "mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10"
@@ -368,7 +381,9 @@ def docs(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 @nox.parametrize("python", MATRIX_HERE)
 def provision(session: nox.Session) -> None:
-    """What each matrix session runs first: nothing for an interpreter that is found;
+    """What each matrix session runs first (builds 3.13t when it is missing).
+
+    Nothing for an interpreter that is found;
     the free-threaded 3.13t, when missing, is built (cached) by
     scripts/provision-freethreaded.sh, with no download beyond the registries."""
     version = str(session.python)
