@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
-from ._errors import FetchError, ItemTooLargeError
+from ._errors import FetchError, ItemTooLargeError, downgrade
 from ._host_limit import HostLimit
 from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
 from ._progressive import ProgressiveBytes, range_start, stream_body
@@ -152,9 +152,12 @@ class HttpClient:
                 return response.body
             target = response.headers.get("location")
             if response.status in _REDIRECTS and target and redirects < MAX_REDIRECTS:
+                hop = _checked(urljoin(urlunsplit(parts), target), index)
+                if parts.scheme == "https" and hop.scheme == "http":
+                    raise FetchError(index, where, downgrade(hop))
                 redirects += 1
                 self.counters.redirects += 1
-                parts = _checked(urljoin(urlunsplit(parts), target), index)
+                parts = hop
                 continue
             text = f"HTTP {response.status} {response.reason}".rstrip()
             if response.status in _REDIRECTS:
