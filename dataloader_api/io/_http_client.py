@@ -248,13 +248,13 @@ class HttpClient:
         self, key: tuple[str, str, int], limit: HostLimit, started: float, deadline: float | None
     ) -> Connection:
         scheme, host, port = key
+        proxy = self._proxies.for_url(scheme, host, port)
         context = None
-        if scheme == "https":
+        if scheme == "https" or (proxy is not None and proxy.scheme == "https"):
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
-            context = self._ssl
+            context = self._ssl  # an https proxy's roots are the origins' roots
         begun = time.monotonic()
-        proxy = self._proxies.for_url(scheme, host, port)
         opening = (
             open_via(proxy, scheme, host, port, context)
             if proxy is not None
