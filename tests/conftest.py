@@ -4,8 +4,11 @@ checks that backend."""
 
 from __future__ import annotations
 
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +49,31 @@ def no_leaked_threads() -> Iterator[None]:
     yield
     assert wait_until(lambda: python_thread_count() <= before_py), threading.enumerate()
     assert wait_until(lambda: os_thread_count() <= before_os), os_thread_count()
+
+
+@pytest.fixture(scope="session")
+def private_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server certificate signed by a CA of the test's own, and that CA's file."""
+    folder: Path = tmp_path_factory.mktemp("ca")
+
+    def openssl(*arguments: str) -> None:
+        subprocess.run(["openssl", *arguments], check=True, capture_output=True, cwd=folder)
+
+    # The extensions Python 3.13's VERIFY_X509_STRICT asks for (key usage on the CA,
+    # the issuer's key identifier on the server's certificate).
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
+    (folder / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
+    )
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "1", "-extfile", "ext.cnf",
+            "-out", "server.pem")  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.pem", folder / "server.key")
+    return context, folder / "ca.pem"

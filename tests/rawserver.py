@@ -17,16 +17,19 @@ class RawServer:
 
     ``connections`` counts accepted connections, ``sent`` the bytes written."""
 
-    def __init__(self, reply: Reply, context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, reply: Reply, context: ssl.SSLContext | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.reply, self.context = reply, context
         self.connections = 0
         self.sent = 0
         self.heads: list[bytes] = []
         self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, 0), family=family)
         self.port = self._listener.getsockname()[1]
         scheme = "https" if context else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.url = f"{scheme}://{f'[{host}]' if ':' in host else host}:{self.port}"
         self._listener.settimeout(0.05)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)

@@ -133,34 +133,6 @@ def test_an_object_stores_certificate_that_does_not_verify_is_not_retried(io_mod
         assert server.connections == 1
 
 
-@pytest.fixture(scope="module")
-def private_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
-    """A server certificate signed by a CA of the test's own, and that CA's file."""
-    folder: Path = tmp_path_factory.mktemp("ca")
-
-    def openssl(*arguments: str) -> None:
-        subprocess.run(["openssl", *arguments], check=True, capture_output=True, cwd=folder)
-
-    # The extensions Python 3.13's VERIFY_X509_STRICT asks for (key usage on the CA,
-    # the issuer's key identifier on the server's certificate).
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
-    (folder / "ext.cnf").write_text(
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
-        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
-    )
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "1", "-extfile", "ext.cnf",
-            "-out", "server.pem")  # fmt: skip
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(folder / "server.pem", folder / "server.key")
-    return context, folder / "ca.pem"
-
-
 def test_ssl_cert_file_is_the_trusted_store_on_every_backend(io_mode, private_ca, monkeypatch):
     """As OpenSSL reads it: the CAs in SSL_CERT_FILE are the ones trusted, so a
     private CA works on every backend (rust: rustls-native-certs reads it; the

@@ -18,6 +18,7 @@ from ._http_client import Counters, HttpClient
 from ._locations import Locations, item_index
 from ._native import NativeReads
 from ._progressive import ProgressiveBytes
+from ._proxy_env import read_proxy_settings
 from ._retry import RetryPolicy
 
 __all__ = ["AsyncReadDataset", "check_options", "run_sync", "start_sync"]
@@ -133,6 +134,9 @@ class AsyncReadDataset(NativeReads, Dataset[bytes]):
 
     def network_spec(self) -> dict[str, Any]:
         """The options every network reader takes, as plain data."""
+        # The rust backend's client reads the proxies from the environment too: what
+        # the reference would refuse (or warn of) is refused before it starts.
+        read_proxy_settings()
         return {
             "timeout": self.timeout,
             "retry": self.retry.to_dict(),

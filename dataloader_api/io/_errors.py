@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import SplitResult, urlunsplit
 
-__all__ = ["DEFAULT_MAX_BYTES", "FetchError", "ItemTooLargeError", "relabeled"]
+__all__ = ["DEFAULT_MAX_BYTES", "FetchError", "ItemTooLargeError", "downgrade", "relabeled"]
 
 #: A reply's size per item at most unless ``max_bytes=`` says otherwise
 #: (``max_bytes=None``: no bound). An endless or lying server is an
@@ -61,3 +62,15 @@ def relabeled(error: FetchError, label: str) -> FetchError:
         return error
     text = f"{label}: {text[len(prefix) :]}"
     return _rebuild(type(error), text, error.index, error.location, error.status, error.attempts)
+
+
+def downgrade(to: SplitResult) -> str:
+    """Why a redirect from https to http is not followed (reqwest and requests
+    follow it): the item's bytes would come unauthenticated, open to anyone on the
+    path, from a dataset that listed https URLs; the error names the fix. Rust's
+    ``redirect::downgrade``, word for word."""
+    shown = urlunsplit((to.scheme, to.netloc.rpartition("@")[2], to.path or "/", "", ""))
+    return (
+        f"refused a redirect from https to {shown}: a downgrade to plain http is not "
+        "followed; list the http:// URL itself to read it without TLS (not retried)"
+    )

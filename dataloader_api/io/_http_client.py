@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
-from ._errors import FetchError, ItemTooLargeError
+from ._errors import FetchError, ItemTooLargeError, downgrade
 from ._host_limit import HostLimit
 from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
 from ._progressive import ProgressiveBytes, range_start, stream_body
@@ -152,9 +152,12 @@ class HttpClient:
                 return response.body
             target = response.headers.get("location")
             if response.status in _REDIRECTS and target and redirects < MAX_REDIRECTS:
+                hop = _checked(urljoin(urlunsplit(parts), target), index)
+                if parts.scheme == "https" and hop.scheme == "http":
+                    raise FetchError(index, where, downgrade(hop))
                 redirects += 1
                 self.counters.redirects += 1
-                parts = _checked(urljoin(urlunsplit(parts), target), index)
+                parts = hop
                 continue
             text = f"HTTP {response.status} {response.reason}".rstrip()
             if response.status in _REDIRECTS:
@@ -245,13 +248,13 @@ class HttpClient:
         self, key: tuple[str, str, int], limit: HostLimit, started: float, deadline: float | None
     ) -> Connection:
         scheme, host, port = key
+        proxy = self._proxies.for_url(scheme, host, port)
         context = None
-        if scheme == "https":
+        if scheme == "https" or (proxy is not None and proxy.scheme == "https"):
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
-            context = self._ssl
+            context = self._ssl  # an https proxy's roots are the origins' roots
         begun = time.monotonic()
-        proxy = self._proxies.for_url(scheme, host, port)
         opening = (
             open_via(proxy, scheme, host, port, context)
             if proxy is not None

@@ -1,25 +1,24 @@
-"""Proxies from the environment, read as curl, requests and reqwest (the rust
-backend's client) read them (issue 49): ``HTTP_PROXY`` for http URLs,
-``HTTPS_PROXY`` for https ones, ``ALL_PROXY`` for either when the other is
-unset (lower-case names too, and win), ``NO_PROXY`` hosts and domains
-bypassing them; the parsing is the standard library's
-(``urllib.request.getproxies_environment``, ``proxy_bypass_environment``).
+"""Proxies from the environment, taken as the rust backend's client (reqwest)
+takes them (issue 49; the rules are ``_proxy_env``'s): ``HTTP_PROXY`` for http
+URLs, ``HTTPS_PROXY`` for https ones, ``ALL_PROXY`` for either when the other
+is unset, ``NO_PROXY`` hosts, domains and IP networks bypassing them.
 
 An http URL through a proxy is one request in absolute form to the proxy; an
 https URL is a ``CONNECT`` tunnel through it, TLS end to end with the origin.
-The proxy's own ``user:password@`` is sent to the proxy only
-(``Proxy-Authorization``), never to the origin."""
+An ``https://`` proxy is reached over TLS first (verified with the roots every
+other connection trusts), then used the same way. The proxy's own
+``user:password@`` is sent to the proxy only (``Proxy-Authorization``), never
+to the origin."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import ssl
-import urllib.request
-from typing import Any
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import SplitResult, unquote
 
 from ._http_head import MalformedReply, read_head
+from ._proxy_env import read_proxy_settings
 
 __all__ = ["Proxies", "ProxyRefused"]
 
@@ -34,21 +33,11 @@ class Proxies:
     """The environment's proxies, read once (as reqwest reads them when a client is built)."""
 
     def __init__(self) -> None:
-        self._proxies: dict[str, str] = urllib.request.getproxies_environment()
+        self._settings = read_proxy_settings()
 
     def for_url(self, scheme: str, host: str, port: int) -> SplitResult | None:
         """The proxy for ``scheme://host:port``; ``None``: connect directly."""
-        proxy = self._proxies.get(scheme) or self._proxies.get("all")
-        if not proxy:
-            return None
-        if _bypass(f"{host}:{port}", self._proxies) or _bypass(host, self._proxies):
-            return None
-        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        return parts if parts.scheme == "http" and parts.hostname else None
-
-
-# In the standard library since 3.4 (NO_PROXY's parsing), untyped in typeshed.
-_bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009
+        return self._settings.for_url(scheme, host)
 
 
 def proxy_authorization(proxy: SplitResult) -> dict[str, str]:
@@ -63,8 +52,17 @@ async def open_via(
     proxy: SplitResult, scheme: str, host: str, port: int, context: ssl.SSLContext | None
 ) -> Connection:
     """A connection to ``host:port`` through ``proxy``: for https a tunnel with TLS
-    inside it, for http the proxy itself (requests then go in absolute form)."""
-    reader, writer = await asyncio.open_connection(proxy.hostname, proxy.port or 80, limit=2**20)
+    inside it, for http the proxy itself (requests then go in absolute form).
+    ``context`` verifies an https proxy and an https origin alike."""
+    tls = proxy.scheme == "https"
+    if tls and context is None:
+        context = ssl.create_default_context()
+    reader, writer = await asyncio.open_connection(
+        proxy.hostname,
+        proxy.port or (443 if tls else 80),
+        ssl=context if tls else None,
+        limit=2**20,
+    )
     if scheme != "https":
         return reader, writer
     try:

@@ -39,10 +39,12 @@ pub fn is_followed(status: StatusCode) -> bool {
 }
 
 /// Where a redirect from `from` with `location` goes: an http(s) URL, or the
-/// reference's ValueError.
+/// reference's ValueError; from https to http, the reference's FetchError
+/// (`downgrade`).
 pub fn target(from: &Url, location: &HeaderValue) -> Result<Url, Failure> {
     let text = String::from_utf8_lossy(location.as_bytes());
     match from.join(&text) {
+        Ok(url) if from.scheme() == "https" && url.scheme() == "http" => Err(downgrade(&url)),
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(url),
         _ => {
             let shown = text.split('?').next().unwrap_or_default();
@@ -52,6 +54,21 @@ pub fn target(from: &Url, location: &HeaderValue) -> Result<Url, Failure> {
             ))
         }
     }
+}
+
+/// A redirect from https to http is not followed (reqwest and requests follow
+/// it): the item's bytes would come unauthenticated, open to anyone on the path,
+/// from a dataset that listed https URLs. Not retried: the same redirect comes
+/// again. `_http_client.downgrade` in the reference, word for word.
+pub fn downgrade(to: &Url) -> Failure {
+    Failure::new(
+        FailureKind::Fetch,
+        format!(
+            "refused a redirect from https to {}: a downgrade to plain http is not \
+             followed; list the http:// URL itself to read it without TLS (not retried)",
+            shown(to)
+        ),
+    )
 }
 
 /// `url` for an error message: without user:password, query or fragment.
@@ -186,6 +203,17 @@ mod tests {
         let refused = to("ftp://o/x?secret=1").err().map(|f| (f.kind, f.message));
         let message = "is redirected to \"ftp://o/x\", which is not an http(s) URL";
         assert_eq!(refused, Some((FailureKind::Invalid, message.into())));
+    }
+
+    #[test]
+    fn a_downgrade_from_https_to_http_is_refused() {
+        let from = url("https://h/a");
+        let to = |location: &str| target(&from, &HeaderValue::from_str(location).expect("ascii"));
+        let refused = to("http://h/b?token=t").err().map(|f| f.kind);
+        assert_eq!(refused, Some(FailureKind::Fetch));
+        assert!(to("https://o/b").is_ok());
+        let up = target(&url("http://h/a"), &HeaderValue::from_static("https://h/b"));
+        assert!(up.is_ok());
     }
 
     #[test]

@@ -288,6 +288,10 @@ fn plain_reason(detail: &str) -> (String, Option<u16>) {
         let status = line.get(..3).and_then(|code| code.parse().ok());
         return (format!("HTTP {line}"), status);
     }
+    if let Some(at) = detail.find("refused a redirect from https") {
+        // redirect::downgrade's words, whole: they hold ": " themselves.
+        return (detail[at..].trim().to_string(), None);
+    }
     let innermost = detail.rsplit(": ").next().unwrap_or(detail).trim();
     let mut reason = innermost.to_string();
     reason.truncate(
