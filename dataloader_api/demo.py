@@ -21,9 +21,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ._common.backend_registry import backends
 from ._datasets import SyntheticImages
 from ._loader import DataLoader
-from ._registry import backends
 
 
 def interpreter() -> str:
