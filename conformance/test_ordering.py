@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support import Recorder, batches_as_lists
 
 from dataloader_api import BatchSampler, DataLoader, RandomSampler, backends
-from dataloader_api._registry import PREFERENCE
+from dataloader_api._common.backend_registry import PREFERENCE
 
 # The project's own backends that are installed, compared with the one under test.
 PROJECT_BACKENDS = [name for name in backends() if name in PREFERENCE]

@@ -14,23 +14,23 @@ starts with ``_`` is internal.
 from __future__ import annotations
 
 from . import integrations
-from ._batch_sampler import BatchSampler
 from ._collate import default_collate, default_convert, torch_collate
+from ._common.backend_registry import backends, resolve_backend
+from ._common.worker_info import WorkerInfo, get_worker_info
 from ._datasets import Dataset, IterableDataset, SyntheticImages
-from ._distributed_sampler import DistributedSampler
 from ._errors import DataLoaderTimeoutError
-from ._idle_pools import release_idle_workers
+from ._features.idle_pools import release_idle_workers
+from ._features.stats import EpochStats
 from ._loader import DataLoader, LoaderIterator
-from ._registry import backends, resolve_backend
-from ._samplers import (
+from ._sampling.batch_sampler import BatchSampler
+from ._sampling.distributed_sampler import DistributedSampler
+from ._sampling.samplers import (
     RandomSampler,
     Sampler,
     SequentialSampler,
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from ._stats import EpochStats
-from ._worker_info import WorkerInfo, get_worker_info
 
 __version__ = "0.1.0"
 

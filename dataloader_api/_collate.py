@@ -13,11 +13,11 @@ import collections.abc
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ._lazy import LazyModule
+from ._common.lazy_import import LazyModule
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy is imported when first used (_lazy)
+else:  # NumPy is imported when first used (_common.lazy_import)
     np = LazyModule("numpy", globals(), "np")
 
 

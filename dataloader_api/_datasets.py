@@ -7,11 +7,11 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._lazy import LazyModule
+from ._common.lazy_import import LazyModule
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy is imported when first used (_lazy)
+else:  # NumPy is imported when first used (_common.lazy_import)
     np = LazyModule("numpy", globals(), "np")
 
 

@@ -1,8 +1,9 @@
 """``DataLoader``: PyTorch's arguments and semantics, with worker threads.
 
 A thin facade: ``_options`` validates the arguments once into a frozen
-``LoaderOptions``, ``_epoch`` runs an epoch from it, ``_resume`` takes and
-loads states, and ``_state.LoaderState`` is all that changes between epochs.
+``LoaderOptions``, ``_epoch.start`` runs an epoch from it, ``_epoch.resume``
+takes and loads states, and ``_epoch.loader_state.LoaderState`` is all that
+changes between epochs.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ._epoch import epoch_length, start_epoch
-from ._iterator import LoaderIterator
-from ._options import LoaderOptions, build_options
-from ._resume import load_state, take_state
-from ._state import LoaderState
-from ._stats import EpochStats
-from ._workers import join_pools, warn_if_more_workers_than_cpus
+from ._epoch.iterator import LoaderIterator
+from ._epoch.loader_state import LoaderState
+from ._epoch.resume import load_state, take_state
+from ._epoch.start import epoch_length, start_epoch
+from ._features.stats import EpochStats
+from ._options.loader_options import LoaderOptions, build_options
+from ._workers.pool import join_pools, warn_if_more_workers_than_cpus
 from .integrations import install_present
 
 __all__ = ["DataLoader", "LoaderIterator"]
@@ -279,7 +280,7 @@ class DataLoader(Generic[T_co]):
 
     def _sharded_copy(self, seed: int = 0) -> DataLoader[T_co] | None:
         """This loader built again with ``distributed=True``, for a training framework
-        that shards the loaders handed to it (``_frameworks``); ``seed`` shuffles if
+        that shards the loaders handed to it (``_torch.frameworks``); ``seed`` shuffles if
         the loader has none. None where the framework would not shard a torch loader
         either (iterable datasets) or where the user chose (``distributed`` given, a
         sampler of theirs): the epoch-start warning speaks for those."""

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._common.backend_registry import backends
 from ._datasets import SyntheticImages
 from ._loader import DataLoader
-from ._registry import backends
 
 #: New loaders whose first batch is timed per row (their median is shown).
 FRESH_LOADERS = 5

@@ -18,10 +18,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._frameworks import LIGHTNING_CONNECTORS, hook_accelerate, hook_lightning
-from ._global_rngs import watch_numpy_global_rng, watch_random, watch_torch_global_rng
-from ._lmdb_envs import share_lmdb_environments
-from ._torch_worker_info import patch_torch_worker_info
+from ._torch.frameworks import LIGHTNING_CONNECTORS, hook_accelerate, hook_lightning
+from ._torch.global_generators import watch_numpy_global_rng, watch_random, watch_torch_global_rng
+from ._torch.lmdb_envs import share_lmdb_environments
+from ._torch.worker_info_patch import patch_torch_worker_info
 
 __all__ = ["ENV_VAR", "available", "disable", "install_present", "installed"]
 

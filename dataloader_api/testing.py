@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ._common.worker_info import get_worker_info
 from ._datasets import IterableDataset
-from ._idle_pools import release_idle_workers
-from ._worker_info import get_worker_info
+from ._features.idle_pools import release_idle_workers
 
 __all__ = [
     "SIGINT_RAISES",

@@ -1,5 +1,7 @@
-"""The house rules that keep the code readable, checked on the source tree: no
-import circle inside the common API, no backend importing another, small rooms."""
+"""The house rules that keep the code readable, checked on the source tree: only
+the faces directly in ``dataloader_api/``, its packages on floors that import only
+downwards, no import circle inside the common API, no backend importing another,
+small rooms."""
 
 from __future__ import annotations
 
@@ -21,6 +23,35 @@ BACKENDS = {
 }
 # "Under about 400 lines": a room that grows past this is split by concern.
 MAX_LINES = 420
+# The only files directly in dataloader_api/: the faces (what users import: the
+# package, integrations, testing, demo), the facade, and the modules whose names
+# users import (collate functions, datasets, errors). Every other module lives
+# in a package named for its concern.
+TOP_FILES = {
+    "__init__.py",
+    "integrations.py",
+    "testing.py",
+    "demo.py",
+    "_loader.py",
+    "_collate.py",
+    "_datasets.py",
+    "_errors.py",
+}
+# The package order, lowest floor first: a package (or top file) imports only
+# packages on floors below its own, never one on its floor or above (the
+# packages of a floor are peers). See dataloader_api/README.md for the map.
+FLOORS: list[set[str]] = [
+    {"contract"},
+    {"_common", "kit"},
+    {"_errors", "_datasets", "_collate"},
+    {"_sampling", "io", "transforms"},
+    {"_torch", "_features", "shards"},
+    {"integrations", "_options"},
+    {"_workers"},
+    {"_epoch"},
+    {"_loader"},
+    {"", "testing", "demo"},  # "": the package's own __init__
+]
 
 
 def _module_name(path: Path) -> str:
@@ -55,6 +86,94 @@ def _runtime_imports(path: Path) -> set[str]:
 
     visit(tree.body)
     return found
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports: at the top, in functions and under
+    ``if TYPE_CHECKING:``; ``from pkg import name`` names ``pkg.name`` when that is
+    a module, else ``pkg``."""
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                found.add(
+                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                )
+    return found
+
+
+def _unit(module: str) -> str | None:
+    """The package (or top file) of a module of the common API: ``_epoch`` for
+    ``dataloader_api._epoch.start``, ``_loader`` for ``dataloader_api._loader``,
+    ``""`` for the package itself; None outside the common API."""
+    parts = module.split(".")
+    if parts[0] != "dataloader_api":
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _unit_graph() -> dict[str, set[str]]:
+    """Which packages each package imports, all imports counted."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        unit = _unit(_module_name(path))
+        assert unit is not None
+        targets = {_unit(m) for m in _all_imports(path)}
+        graph.setdefault(unit, set()).update(t for t in targets if t is not None and t != unit)
+    return graph
+
+
+def _floor(unit: str) -> int:
+    return next(level for level, floor in enumerate(FLOORS) if unit in floor)
+
+
+def test_only_the_faces_sit_directly_in_the_package():
+    top = {p.name for p in PACKAGE.glob("*.py")}
+    assert top == TOP_FILES, (
+        f"put these in a package by concern: {sorted(top - TOP_FILES)}; "
+        f"gone from the top: {sorted(TOP_FILES - top)}"
+    )
+
+
+def test_every_package_has_a_floor_and_a_map():
+    units = set(_unit_graph())
+    placed = [unit for floor in FLOORS for unit in floor]
+    assert len(placed) == len(set(placed)), "a package is on two floors"
+    assert units == set(placed), (
+        f"without a floor: {sorted(units - set(placed))}; gone: {sorted(set(placed) - units)}"
+    )
+    for folder in (p.parent for p in PACKAGE.glob("*/__init__.py")):
+        readme = folder / "README.md"
+        assert readme.is_file(), f"{folder.name}/ has no README.md"
+        text = readme.read_text()
+        missing = [
+            p.name for p in folder.glob("*.py") if p.name != "__init__.py" and p.name not in text
+        ]
+        assert not missing, f"{folder.name}/README.md does not list {missing}"
+
+
+def test_packages_import_only_the_floors_below():
+    """Counting imports under ``TYPE_CHECKING`` and inside functions."""
+    upward = {
+        f"{unit or '__init__'} -> {target or '__init__'}"
+        for unit, targets in _unit_graph().items()
+        for target in targets
+        if _floor(target) >= _floor(unit)
+    }
+    assert not upward, f"imports on or above their own floor: {sorted(upward)}"
+
+
+def test_the_packages_have_no_import_circle():
+    """Counting imports under ``TYPE_CHECKING`` and inside functions."""
+    _assert_no_circle(_unit_graph())
 
 
 def _package_graph() -> dict[str, set[str]]:
@@ -131,17 +250,17 @@ def test_rooms_stay_small():
 
 
 # The pieces an epoch is composed of, and the one module that composes them
-# (``_epoch_work``; ``_epoch_features`` lists the features' steps).
+# (``_epoch.work``; ``_features.feature_list`` lists the features' steps).
 EPOCH_PIECES = {
-    "dataloader_api._aio",
-    "dataloader_api._io_hook",
-    "dataloader_api._item_stop",
-    "dataloader_api._plan.make_fetch",
-    "dataloader_api._plan.open_iterable",
-    "dataloader_api._worker_copies.per_worker_fetch",
-    "dataloader_api._epoch_features.apply_steps",
+    "dataloader_api._epoch.async_loop",
+    "dataloader_api._epoch.native_reads",
+    "dataloader_api._epoch.item_stop",
+    "dataloader_api._epoch.plan.make_fetch",
+    "dataloader_api._epoch.plan.open_iterable",
+    "dataloader_api._workers.dataset_copies.per_worker_fetch",
+    "dataloader_api._features.feature_list.apply_steps",
 }
-COMPOSERS = {"dataloader_api._epoch_work"}
+COMPOSERS = {"dataloader_api._epoch.work"}
 
 
 def test_one_module_composes_an_epoch():
@@ -153,18 +272,18 @@ def test_one_module_composes_an_epoch():
         pieces = _runtime_imports(path) & EPOCH_PIECES
         if pieces and name not in COMPOSERS:
             found[name] = sorted(pieces)
-    assert not found, f"only _epoch_work composes an epoch, but: {found}"
+    assert not found, f"only _epoch.work composes an epoch, but: {found}"
 
 
 def test_features_declare_their_needs_in_one_list():
     """Whether a pool may be shared or the dataset copied is each feature's own
-    declaration (``_epoch_features.FEATURES``), not a list kept in those rooms."""
+    declaration (``_features.feature_list.FEATURES``), not a list kept in those rooms."""
     options = re.compile(
         r"options\.(agetitem|transform|worker_init_fn|items_in_parallel|share_dataset|persistent_workers)"
     )
-    for room in ("_idle_pools.py", "_worker_copies.py", "_workers.py"):
+    for room in ("_features/idle_pools.py", "_workers/dataset_copies.py", "_workers/pool.py"):
         text = (PACKAGE / room).read_text()
-        if room == "_workers.py":  # it passes worker_init_fn to the threads it starts
+        if room == "_workers/pool.py":  # it passes worker_init_fn to the threads it starts
             text = text.replace("options.worker_init_fn", "").replace(
                 "options.items_in_parallel", ""
             )

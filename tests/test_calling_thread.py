@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dataloader_api import BatchSampler, DataLoader, SequentialSampler
-from dataloader_api._calling_thread import CallingThreadBatches, SequentialItemBatches
+from dataloader_api._epoch.calling_thread import CallingThreadBatches, SequentialItemBatches
 
 
 def identity(batch):

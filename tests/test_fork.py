@@ -14,7 +14,8 @@ from collections.abc import Callable
 import pytest
 
 import dataloader_api
-from dataloader_api import DataLoader, IterableDataset, _aio
+from dataloader_api import DataLoader, IterableDataset
+from dataloader_api._epoch import async_loop
 from dataloader_api.contract import BatchJob, ForkedPoolError, MapWork, PoolSpec, StreamSpec
 
 SHIPPED = [name for name in ("threads", "rust", "cffi") if name in dataloader_api.backends()]
@@ -172,7 +173,7 @@ def test_a_child_runs_an_inherited_async_loader_on_its_own_event_loop():
         # A wait for the parent's loop thread now lasts until the alarm: a failure
         # that does not depend on how busy the machine is (the workers' own waits
         # would blur a measured one).
-        _aio.CANCEL_WAIT_SECONDS = 3600.0
+        async_loop.CANCEL_WAIT_SECONDS = 3600.0
         return 0 if sum(len(b) for b in loader) == 40 else 2
 
     code, _ = in_child(iterate)

@@ -13,7 +13,7 @@ import warnings
 import pytest
 
 import dataloader_api
-import dataloader_api._global_rngs as global_rngs
+import dataloader_api._torch.global_generators as global_rngs
 from dataloader_api import DataLoader, get_worker_info
 
 np = pytest.importorskip("numpy")

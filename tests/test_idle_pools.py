@@ -15,7 +15,7 @@ import pytest
 
 import dataloader_api
 from dataloader_api import DataLoader, get_worker_info, release_idle_workers
-from dataloader_api._idle_pools import MAX_IDLE_POOLS
+from dataloader_api._features.idle_pools import MAX_IDLE_POOLS
 from dataloader_api.testing import os_thread_count, wait_until
 
 BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]

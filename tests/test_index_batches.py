@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dataloader_api import BatchSampler, DataLoader, RandomSampler, backends
-from dataloader_api._epoch import _plan
+from dataloader_api._epoch.start import _plan
 from dataloader_api.contract import PIECE, IndexBatches
 
 

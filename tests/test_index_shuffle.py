@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dataloader_api._samplers as samplers
+import dataloader_api._sampling.samplers as samplers
 from dataloader_api import BatchSampler, DataLoader, DistributedSampler, RandomSampler
-from dataloader_api._batch_sampler import skip_batches
-from dataloader_api._index_shuffle import IndexShuffle
-from dataloader_api._seeding import derive_seed
+from dataloader_api._sampling.batch_sampler import skip_batches
+from dataloader_api._sampling.index_shuffle import IndexShuffle
+from dataloader_api._sampling.seeds import derive_seed
 
 
 class Huge:

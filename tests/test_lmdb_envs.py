@@ -13,7 +13,7 @@ import pytest
 
 import dataloader_api
 from dataloader_api import DataLoader, release_idle_workers
-from dataloader_api._lmdb_envs import SharedEnvironment
+from dataloader_api._torch.lmdb_envs import SharedEnvironment
 
 lmdb = pytest.importorskip("lmdb")
 

@@ -11,7 +11,7 @@ import pytest
 
 import dataloader_api
 from dataloader_api import DataLoader, backends, resolve_backend
-from dataloader_api import _registry as registry
+from dataloader_api._common import backend_registry as registry
 
 
 def test_installed_backends_are_listed_fastest_first():

@@ -17,7 +17,7 @@ from dataloader_api import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from dataloader_api import _torch_random as torch_random
+from dataloader_api._sampling import torch_randperm as torch_random
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 

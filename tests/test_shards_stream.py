@@ -14,7 +14,7 @@ from test_shards import make_shards, private_cache  # noqa: F401 (a fixture)
 from test_shards_remote import endpoint, served  # noqa: F401 (a fixture)
 
 import dataloader_api
-from dataloader_api._registry import resolve_backend
+from dataloader_api._common.backend_registry import resolve_backend
 from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
 from dataloader_api.io._base import run_sync
 from dataloader_api.io._progressive import ProgressiveBytes, range_start, stream_body

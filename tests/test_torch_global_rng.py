@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed; run `nox -s torch_parity`")
 
-import dataloader_api._global_rngs as global_rng  # noqa: E402
+import dataloader_api._torch.global_generators as global_rng  # noqa: E402
 from dataloader_api import DataLoader, get_worker_info  # noqa: E402
 
 BACKENDS = [n for n in __import__("dataloader_api").backends() if not n.startswith("broken-")]

@@ -302,7 +302,7 @@ def test_every_argument_is_read_by_exactly_one_concern():
     import inspect
     from collections import Counter
 
-    from dataloader_api._options import build_options
+    from dataloader_api._options.loader_options import build_options
 
     names = [n for n in inspect.signature(DataLoader.__init__).parameters if n != "self"]
     reads: Counter[str] = Counter()

@@ -275,7 +275,7 @@ def test_the_rule_for_inner_datasets():
     np = pytest.importorskip("numpy")
     from collections import UserList
 
-    from dataloader_api._worker_copies import is_inner_dataset
+    from dataloader_api._workers.dataset_copies import is_inner_dataset
 
     assert is_inner_dataset(LazyFile("x"))
     assert is_inner_dataset(Subset([], []))

@@ -118,10 +118,17 @@ from ._protocols import (
     Describes,
     HasPoolSettings,
     ReadsNatively,
-    StatsSink,
     WorkerPool,
 )
-from ._values import BatchJob, ImageWork, IterWork, MapWork, PoolSpec, StreamSpec
+from ._values import (
+    BatchJob,
+    ImageWork,
+    IterWork,
+    MapWork,
+    PoolSpec,
+    StatsSink,
+    StreamSpec,
+)
 
 __all__ = [
     "CAPABILITIES",

@@ -1,5 +1,6 @@
 """What a backend implements: ``Backend``, its ``WorkerPool`` and ``BatchStream``,
-its optional capabilities, and the ``StatsSink`` it reports to."""
+and its optional capabilities (the ``StatsSink`` it reports to is in ``_values``,
+beside the ``MapWork.stats`` that holds it)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,8 @@ __all__ = [
     "Describes",
     "HasPoolSettings",
     "ReadsNatively",
-    "StatsSink",
     "WorkerPool",
 ]
-
-
-@runtime_checkable
-class StatsSink(Protocol):
-    """Where a backend reports work it did natively instead of calling the loader's
-    timed ``fetch``/``collate`` (``MapWork.stats``)."""
-
-    def record_fetch(self, seconds: float, items: int) -> None: ...
-
-    def record_collate(self, seconds: float) -> None: ...
 
 
 @runtime_checkable

@@ -1,18 +1,33 @@
 """The frozen values that cross the contract: a pool's spec, an epoch's work and
-how its batches flow."""
+how its batches flow; ``StatsSink``, the type of ``MapWork.stats``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from ._process import MIN_STACK_SIZE, python_thread_stack_size
 
-if TYPE_CHECKING:
-    from ._protocols import StatsSink
+__all__ = [
+    "BatchJob",
+    "ImageWork",
+    "IterWork",
+    "MapWork",
+    "PoolSpec",
+    "StatsSink",
+    "StreamSpec",
+]
 
-__all__ = ["BatchJob", "ImageWork", "IterWork", "MapWork", "PoolSpec", "StreamSpec"]
+
+@runtime_checkable
+class StatsSink(Protocol):
+    """Where a backend reports work it did natively instead of calling the loader's
+    timed ``fetch``/``collate`` (``MapWork.stats``)."""
+
+    def record_fetch(self, seconds: float, items: int) -> None: ...
+
+    def record_collate(self, seconds: float) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

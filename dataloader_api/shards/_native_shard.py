@@ -3,7 +3,7 @@
 the reference's Python client: the same bytes, the same exceptions.
 
 The loader tells the dataset which reader its backend offers when an epoch
-starts (``_io_hook``); ``DATALOADER_NATIVE_IO=0`` keeps the reference.
+starts (``_epoch.native_reads``); ``DATALOADER_NATIVE_IO=0`` keeps the reference.
 """
 
 from __future__ import annotations

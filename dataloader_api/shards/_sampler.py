@@ -10,9 +10,9 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .._distributed_sampler import _checked_ranks
-from .._samplers import Sampler
-from .._seeding import derive_seed, is_int
+from .._sampling.distributed_sampler import _checked_ranks
+from .._sampling.samplers import Sampler
+from .._sampling.seeds import derive_seed, is_int
 
 __all__ = ["ShardSampler"]
 

@@ -15,7 +15,7 @@ from ._random import ItemRandom
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from .._lazy import LazyModule
+    from .._common.lazy_import import LazyModule
 
     np = LazyModule("numpy", globals(), "np")
 

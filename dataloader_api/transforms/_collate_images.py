@@ -19,7 +19,7 @@ from .._collate import default_collate
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from .._lazy import LazyModule
+    from .._common.lazy_import import LazyModule
 
     np = LazyModule("numpy", globals(), "np")
 

@@ -7,7 +7,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from dataloader_api._worker_info import get_worker_info, set_worker_info
+from dataloader_api._common.worker_info import get_worker_info, set_worker_info
 from dataloader_api.contract import PoolSpec
 
 from . import _backend, _Wrapped
