@@ -251,6 +251,16 @@ def peer_wins(result: dict) -> list[str]:
     return found or ["No peer beats our best backend in any table of this run."]
 
 
+def measured_at(results: list[dict]) -> list[str]:
+    """The commit the figures were measured at, for readers and for the docs build,
+    which says when the code changed since (scripts/mkdocs_hooks.py)."""
+    commits = {result.get("commit") for result in results}
+    if len(commits) != 1 or None in commits:
+        return ["Measured at: not one known commit (" + ", ".join(map(str, commits)) + ").", ""]
+    (commit,) = commits
+    return [f"<!-- report-commit: {commit} -->", f"Measured at commit `{commit[:12]}`.", ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="run.py --json results")
@@ -276,6 +286,7 @@ def main() -> None:
         "[benchmarks/README.md](../benchmarks/README.md). Every ratio is the median",
         "of run-by-run ratios within one run on one machine; nothing here is a test.",
         "",
+        *measured_at(results),
     ]
     plots = []
     if speedup_plot(results, plots_dir / "cpu_bound_speedup.png"):

@@ -74,6 +74,8 @@ def main() -> None:
         record = {
             "interpreter": f"{platform.python_version()}{build}",
             "machine": machine,
+            # the code measured: the report names it, and the docs say when it is old
+            "commit": source_commit(),
             "peers": peers.versions(),
             # every workload that ran, with its tables' ids (none: nothing to measure here)
             "workloads": ran,
@@ -85,6 +87,23 @@ def main() -> None:
             json.dump(record, out, indent=1)
     for name in peers.missing():
         print(f"\n{name} is not installed here: its rows are missing.")
+
+
+def source_commit() -> str | None:
+    """The checkout's commit, with ``+changes`` when tracked files differ from it
+    (None outside a git checkout)."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def git(*words: str) -> str:
+        done = subprocess.run(["git", *words], cwd=here, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 if __name__ == "__main__":
