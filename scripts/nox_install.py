@@ -15,6 +15,7 @@ __all__ = [
     "BACKENDS",
     "CFFI",
     "CFFI_REFUSES",
+    "PARALLEL",
     "RUST",
     "TEST_DEPS",
     "WHEELS",
@@ -36,11 +37,15 @@ RUST = ROOT / "backends" / "rust"
 CFFI = ROOT / "backends" / "cffi"
 # cffi 2.x builds for free-threaded CPython only from 3.14t on.
 CFFI_REFUSES = {"3.13t": "cffi 2.x does not support free-threaded CPython 3.13t (3.14t+ only)"}
-TEST_DEPS = ["pytest>=8"]
+# pytest-xdist: the suites run on the machine's cores (PARALLEL), two at most on CI's.
+TEST_DEPS = ["pytest>=8", "pytest-xdist>=3.6"]
+#: pytest's options that spread a suite over the cores (at most 4 processes: each
+#: test starts threads of its own, and more processes only add load).
+PARALLEL = ["-n", str(min(os.cpu_count() or 1, 4))] if (os.cpu_count() or 1) > 1 else []
 # Hypothesis 6.156+ builds a pyo3 extension that cannot build for 3.13t; this
 # range has pure-Python wheels for every interpreter of the matrix.
 CONFORMANCE_DEPS = [
-    "pytest>=8",
+    *TEST_DEPS,
     "pytest-timeout>=2.3",
     "hypothesis>=6.100,<6.156",
     "tqdm",  # tests/test_stats.py: the progress bar's total
@@ -163,13 +168,15 @@ def run_conformance(
     ]
     chosen = os.environ.get("DATALOADER_BACKEND")
     if "--backend" in pytest_args or chosen:
-        session.run("pytest", "-q", "conformance", *options, *pytest_args)
+        session.run("pytest", "-q", *PARALLEL, "conformance", *options, *pytest_args)
         return
     for name in [n for n in installed_backends(session) if not n.startswith("broken-")]:
         if name == EXAMPLE_BACKEND_NAME and not check_broken:
             continue  # the guide's example, pure Python: proven on one interpreter
         session.log(f"conformance: backend {name}")
-        session.run("pytest", "-q", "conformance", "--backend", name, *options, *pytest_args)
+        session.run(
+            "pytest", "-q", *PARALLEL, "conformance", "--backend", name, *options, *pytest_args
+        )
     if check_broken:
         # Each broken fixture fails the property it breaks: the suite catches what it claims.
         session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
