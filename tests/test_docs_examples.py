@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dataloader_api import backends
+
 GUIDE = Path(__file__).parents[1] / "docs" / "user-guide.md"
 QUICKSTART = GUIDE.parent / "quickstart.md"
 EXAMPLE = r"```python\n(# example: (\S+)\n.*?)```"
@@ -29,10 +31,17 @@ def test_the_quickstart_has_examples():
     assert examples and len(examples) == text.count("```python\n")
 
 
+SHIPPED = [name for name in ("rust", "cffi", "threads") if name in backends()]
+
+
+@pytest.mark.parametrize("backend", SHIPPED)
 @pytest.mark.parametrize(
     ("code", "name", "page"), BLOCKS, ids=[f"{page}:{name}" for _, name, page in BLOCKS]
 )
-def test_example_runs(code, name, page, capsys):
+def test_example_runs(code, name, page, backend, capsys, monkeypatch):
+    """Each example runs as written on every shipped backend (the default one is the
+    one $DATALOADER_BACKEND names)."""
+    monkeypatch.setenv("DATALOADER_BACKEND", backend)
     exec(compile(code, f"{page}:{name}", "exec"), {"__name__": f"example_{name}"})
 
 
