@@ -44,6 +44,7 @@ def test_argument_wins_over_environment(monkeypatch):
 def test_cffi_asked_for_on_a_free_threaded_build_says_why_it_is_absent(monkeypatch):
     """On 3.13t, where cffi cannot be installed, the error says so (issue 48)."""
     monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {})
+    monkeypatch.setattr(registry, "_loaded", {})  # cffi loaded by an earlier test
     monkeypatch.setattr(registry, "free_threaded_build", lambda: True)
     monkeypatch.setenv("DATALOADER_BACKEND", "cffi")
     with pytest.raises(ValueError, match=r"'cffi' is not .*free-threaded build: cffi does not"):
