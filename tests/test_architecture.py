@@ -254,10 +254,8 @@ def test_rooms_stay_small():
 EPOCH_PIECES = {
     "dataloader_api._epoch.async_loop",
     "dataloader_api._epoch.native_reads",
-    "dataloader_api._epoch.item_stop",
-    "dataloader_api._epoch.plan.make_fetch",
+    "dataloader_api._epoch.fetch",
     "dataloader_api._epoch.plan.open_iterable",
-    "dataloader_api._workers.dataset_copies.per_worker_fetch",
     "dataloader_api._features.feature_list.apply_steps",
 }
 COMPOSERS = {"dataloader_api._epoch.work"}
