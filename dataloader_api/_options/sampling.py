@@ -4,7 +4,6 @@ torch's order and words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from .._sampling.samplers import RandomSampler, SequentialSampler
 from .._sampling.seeds import EpochSeeds, derive_seed, torch_default_generator
 from .._sampling.torch_randperm import is_torch_generator
 from .._torch.datapipes import take_shuffle
+from .arguments import LoaderArguments
 from .checks import check_bool
 
 __all__ = ["SamplingOptions", "check_sampling", "is_iterable_dataset"]
@@ -77,14 +77,14 @@ def is_iterable_dataset(dataset: Any) -> bool:
     return not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")
 
 
-def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
-    dataset, shuffle = arguments["dataset"], arguments["shuffle"]
-    sampler, batch_sampler = arguments["sampler"], arguments["batch_sampler"]
-    batch_size, drop_last = arguments["batch_size"], arguments["drop_last"]
+def check_sampling(arguments: LoaderArguments) -> SamplingOptions:
+    dataset, shuffle = arguments.dataset, arguments.shuffle
+    sampler, batch_sampler = arguments.sampler, arguments.batch_sampler
+    batch_size, drop_last = arguments.batch_size, arguments.drop_last
     generator, seed, distributed = (
-        arguments["generator"],
-        arguments["seed"],
-        arguments["distributed"],
+        arguments.generator,
+        arguments.seed,
+        arguments.distributed,
     )
     if shuffle is not None:
         shuffle = bool(shuffle)
