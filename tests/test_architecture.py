@@ -23,6 +23,8 @@ BACKENDS = {
 }
 # "Under about 400 lines": a room that grows past this is split by concern.
 MAX_LINES = 420
+# A function longer than this does several things: name them, one function each.
+MAX_FUNCTION_LINES = 80
 # The only files directly in dataloader_api/: the faces (what users import: the
 # package, integrations, testing, demo), the facade, and the modules whose names
 # users import (collate functions, datasets, errors). Every other module lives
@@ -247,6 +249,20 @@ def test_rooms_stay_small():
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not large, f"split these by concern: {large}"
+
+
+def test_functions_stay_short():
+    """No function of the common API over ``MAX_FUNCTION_LINES`` lines (decorators,
+    docstring and nested functions counted)."""
+    long = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                assert node.end_lineno is not None
+                if (lines := node.end_lineno - first + 1) > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert not long, f"split these by what they do: {long}"
 
 
 # The pieces an epoch is composed of, and the one module that composes them
