@@ -265,6 +265,34 @@ def test_functions_stay_short():
     assert not long, f"split these by what they do: {long}"
 
 
+def test_the_iterator_takes_its_epoch_whole():
+    """An epoch is decided once (``_epoch.prepare.PreparedEpoch``, frozen) and the
+    iterator is built from it and its ``EpochRun``: no module sets an attribute on
+    an iterator after building it."""
+    from dataclasses import fields
+
+    from dataloader_api._epoch.iterator import EpochRun
+    from dataloader_api._epoch.prepare import PreparedEpoch
+
+    for value in (PreparedEpoch, EpochRun):
+        assert value.__dataclass_params__.frozen, value
+        assert fields(value)
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "iterator.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "iterator"
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} iterator.{target.attr}")
+    assert not found, f"set in the iterator's construction instead: {found}"
+
+
 # The pieces an epoch is composed of, and the one module that composes them
 # (``_epoch.work``; ``_features.feature_list`` lists the features' steps).
 EPOCH_PIECES = {
