@@ -16,7 +16,7 @@ from ._epoch.loader_state import LoaderState
 from ._epoch.resume import load_state, take_state
 from ._epoch.start import epoch_length, start_epoch
 from ._features.stats import EpochStats
-from ._options.loader_options import LoaderOptions, build_options
+from ._options.loader_options import LoaderArguments, LoaderOptions, build_options
 from ._workers.pool import join_pools, warn_if_more_workers_than_cpus
 from .integrations import install_present
 
@@ -110,7 +110,7 @@ class DataLoader(Generic[T_co]):
 
     _options: LoaderOptions
     _state: LoaderState
-    _arguments: dict[str, Any]
+    _arguments: LoaderArguments
 
     def __init__(
         self,
@@ -143,7 +143,35 @@ class DataLoader(Generic[T_co]):
         transform: Callable[[Any, Any], Any] | Any = None,
         share_dataset: bool = False,
     ) -> None:
-        arguments = {name: value for name, value in locals().items() if name != "self"}
+        arguments = LoaderArguments(
+            dataset=dataset,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            sampler=sampler,
+            batch_sampler=batch_sampler,
+            num_workers=num_workers,
+            collate_fn=collate_fn,
+            pin_memory=pin_memory,
+            drop_last=drop_last,
+            timeout=timeout,
+            worker_init_fn=worker_init_fn,
+            multiprocessing_context=multiprocessing_context,
+            generator=generator,
+            prefetch_factor=prefetch_factor,
+            persistent_workers=persistent_workers,
+            pin_memory_device=pin_memory_device,
+            in_order=in_order,
+            backend=backend,
+            seed=seed,
+            distributed=distributed,
+            items_in_parallel=items_in_parallel,
+            max_concurrency=max_concurrency,
+            event_loop=event_loop,
+            epoch_summary=epoch_summary,
+            collect_stats=collect_stats,
+            transform=transform,
+            share_dataset=share_dataset,
+        )
         options = build_options(arguments)
         object.__setattr__(self, "_options", options)
         object.__setattr__(self, "_arguments", arguments)
@@ -284,18 +312,19 @@ class DataLoader(Generic[T_co]):
         the loader has none. None where the framework would not shard a torch loader
         either (iterable datasets) or where the user chose (``distributed`` given, a
         sampler of theirs): the epoch-start warning speaks for those."""
-        arguments = self._arguments
+        given = self._arguments
         if (
-            arguments["distributed"] is not None
+            given.distributed is not None
             or self._options.sampling.is_iterable
-            or arguments["sampler"] is not None
-            or arguments["batch_sampler"] is not None
+            or given.sampler is not None
+            or given.batch_sampler is not None
         ):
             return None
-        if arguments["seed"] is None:
-            arguments = {**arguments, "seed": seed}
+        arguments = given.by_name()
+        if given.seed is None:
+            arguments["seed"] = seed
         # Every rank must shuffle alike: the seed does, a generator's state may not.
-        arguments = {**arguments, "distributed": True, "generator": None}
+        arguments.update(distributed=True, generator=None)
         import inspect
 
         try:

@@ -23,6 +23,8 @@ BACKENDS = {
 }
 # "Under about 400 lines": a room that grows past this is split by concern.
 MAX_LINES = 420
+# A function longer than this does several things: name them, one function each.
+MAX_FUNCTION_LINES = 80
 # The only files directly in dataloader_api/: the faces (what users import: the
 # package, integrations, testing, demo), the facade, and the modules whose names
 # users import (collate functions, datasets, errors). Every other module lives
@@ -249,15 +251,55 @@ def test_rooms_stay_small():
     assert not large, f"split these by concern: {large}"
 
 
+def test_functions_stay_short():
+    """No function of the common API over ``MAX_FUNCTION_LINES`` lines (decorators,
+    docstring and nested functions counted)."""
+    long = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                assert node.end_lineno is not None
+                if (lines := node.end_lineno - first + 1) > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert not long, f"split these by what they do: {long}"
+
+
+def test_the_iterator_takes_its_epoch_whole():
+    """An epoch is decided once (``_epoch.prepare.PreparedEpoch``, frozen) and the
+    iterator is built from it and its ``EpochRun``: no module sets an attribute on
+    an iterator after building it."""
+    from dataclasses import fields
+
+    from dataloader_api._epoch.iterator import EpochRun
+    from dataloader_api._epoch.prepare import PreparedEpoch
+
+    for value in (PreparedEpoch, EpochRun):
+        assert value.__dataclass_params__.frozen, value
+        assert fields(value)
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "iterator.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "iterator"
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} iterator.{target.attr}")
+    assert not found, f"set in the iterator's construction instead: {found}"
+
+
 # The pieces an epoch is composed of, and the one module that composes them
 # (``_epoch.work``; ``_features.feature_list`` lists the features' steps).
 EPOCH_PIECES = {
     "dataloader_api._epoch.async_loop",
     "dataloader_api._epoch.native_reads",
-    "dataloader_api._epoch.item_stop",
-    "dataloader_api._epoch.plan.make_fetch",
+    "dataloader_api._epoch.fetch",
     "dataloader_api._epoch.plan.open_iterable",
-    "dataloader_api._workers.dataset_copies.per_worker_fetch",
     "dataloader_api._features.feature_list.apply_steps",
 }
 COMPOSERS = {"dataloader_api._epoch.work"}

@@ -301,22 +301,51 @@ def test_every_argument_is_read_by_exactly_one_concern():
     concern's check (none silently ignored, none checked twice)."""
     import inspect
     from collections import Counter
+    from dataclasses import fields
 
-    from dataloader_api._options.loader_options import build_options
+    from dataloader_api._options.loader_options import LoaderArguments, build_options
 
     names = [n for n in inspect.signature(DataLoader.__init__).parameters if n != "self"]
     reads: Counter[str] = Counter()
+    fields_ = {field.name for field in fields(LoaderArguments)}
 
-    class Recorded(dict):
-        def __getitem__(self, name):
-            reads[name] += 1
-            return super().__getitem__(name)
+    class Recorded(LoaderArguments):
+        def __getattribute__(self, name):
+            if name in fields_:
+                reads[name] += 1
+            return super().__getattribute__(name)
 
     defaults = {
         n: p.default
         for n, p in inspect.signature(DataLoader.__init__).parameters.items()
         if n != "self"
     }
-    build_options(Recorded(defaults, dataset=list(range(4))))
+    build_options(Recorded(**{**defaults, "dataset": list(range(4))}))
     assert sorted(reads) == sorted(names)
     assert [n for n, count in reads.items() if count > 1] == []
+
+
+def test_the_arguments_value_lists_the_signature_and_init_passes_each_by_name():
+    """``LoaderArguments`` is the one list after the signature: the same names in
+    the same order; ``DataLoader.__init__`` passes each one by name (no ``locals()``,
+    which hides them from mypy and static tracing)."""
+    import ast
+    import inspect
+    import textwrap
+    from dataclasses import fields
+
+    from dataloader_api._options.loader_options import LoaderArguments
+
+    names = [n for n in inspect.signature(DataLoader.__init__).parameters if n != "self"]
+    assert [field.name for field in fields(LoaderArguments)] == names
+    tree = ast.parse(textwrap.dedent(inspect.getsource(DataLoader.__init__)))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "locals"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "LoaderArguments"
+    ]
+    assert len(calls) == 1 and not calls[0].args
+    assert [(k.arg, getattr(k.value, "id", None)) for k in calls[0].keywords] == [
+        (n, n) for n in names
+    ]

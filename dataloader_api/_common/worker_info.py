@@ -72,7 +72,10 @@ class WorkerInfo:
         object.__setattr__(self, "rng", WorkerRNG(self.seed))
 
 
-_current = threading.local()
+#: each thread's ``WorkerInfo`` (its ``info`` attribute); the epoch's fetch reads it
+#: directly, not through ``get_worker_info()``: one Python call less per batch
+CURRENT = threading.local()
+_current = CURRENT
 
 
 def get_worker_info() -> WorkerInfo | None:

@@ -10,24 +10,43 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
 
 from .._errors import DataLoaderTimeoutError, note_thread_pitfall
-from .._features.stats import EpochStats, StatsRecorder
+from .._features.stats import StatsRecorder
+from .._workers.handles import worker_handles
 from .._workers.pool import join_pools
 from ..contract import BatchStream, ForkedPoolError, WorkerPool, process_id
 from .plan import TrackedBatch
+from .prepare import PreparedEpoch
 
 
 class EpochSide(Protocol):
     """What runs beside an epoch's workers and closes with it: its coroutines on the
-    event loop (``async_loop.AsyncEpoch``) or its native reads (``io._native.NativeEpoch``)."""
+    event loop (``async_loop.AsyncEpoch``), its native reads (``io._native.NativeEpoch``)
+    or its ``fetch.ItemStop``."""
 
     def close(self) -> None: ...
 
 
-__all__ = ["LengthCheckedIterator", "LoaderIterator"]
+@dataclass(frozen=True, slots=True)
+class EpochRun:
+    """How a prepared epoch runs: its batches (the calling thread's or the backend's
+    stream), what closes beside them, and the pool they run on (None: the calling
+    thread), which the epoch ``owned`` (closes, joins) or shares (persistent)."""
+
+    batches: Iterator[Any] | BatchStream
+    side: EpochSide | None = None
+    pool: WorkerPool | None = None
+    owned: bool = False
+    #: what an epoch that ran to its end does with the pool it owns: True if it
+    #: was kept idle for a later loader (see _features.idle_pools); None: close it
+    hand_back: Callable[[WorkerPool], bool] | None = None
+
+
+__all__ = ["EpochRun", "LengthCheckedIterator", "LoaderIterator"]
 
 
 class LoaderIterator:
@@ -37,45 +56,36 @@ class LoaderIterator:
     #: calling thread, as torch's single-process iterator has none
     _workers: list[Any]
 
-    def __init__(
-        self,
-        batches: Iterator[Any] | BatchStream,
-        owned_pool: WorkerPool | None,
-        pin: Callable[[Any], Any] | None,
-        length: int | None,
-        position: int = 0,
-        aio: EpochSide | None = None,
-        recorder: StatsRecorder | None = None,
-        summary: Callable[[EpochStats], None] | None = None,
-        on_threads: bool = True,
-        loader: object = None,
-    ) -> None:
+    def __init__(self, epoch: PreparedEpoch, run: EpochRun, loader: object = None) -> None:
         # An epoch keeps its loader alive, so `iter(DataLoader(...))` keeps loading
         # as torch's iterator does: a persistent pool closes with its loader.
         self._loader = loader
-        #: set by the epoch when its pool may go idle for a later loader once the
-        #: epoch has run to its end: True if it took the pool (see _features.idle_pools)
-        self.hand_back: Callable[[WorkerPool], bool] | None = None
+        self._epoch = epoch
+        self._hand_back = run.hand_back
         # The pool this epoch owns, which the finalizer closes and join() waits
         # for: emptied when the pool is handed back.
-        self._pools = [] if owned_pool is None else [owned_pool]
-        self._batches = batches
-        self._recorder = recorder
-        self._summary = summary
-        self._pin = pin
-        self._length = length
+        self._pools = [run.pool] if run.owned and run.pool is not None else []
+        if run.pool is not None:
+            self._workers = worker_handles(
+                epoch.num_workers, self._pools if run.owned else [run.pool]
+            )
+        self._batches = run.batches
+        self._recorder = epoch.recorder
+        self._summary = epoch.summary
+        self._pin = epoch.pin
+        self._length = epoch.length
         self._closed = False
         self.finished = False
         #: batches of the epoch delivered so far (a batch that raised counts)
-        self.position = position
+        self.position = epoch.point.skip
         #: iterable datasets: worker id -> its dataset state after its last delivered batch
         self.worker_states: dict[int, Any] = {}
         self.last_worker: int | None = None
         # A forked child inherits the epoch but not its worker threads, if it has any.
-        self._pid = process_id() if on_threads else None
+        self._pid = process_id() if run.pool is not None else None
         # Runs on close(), on garbage collection and at interpreter exit.
         pools, pid = self._pools, process_id()
-        self._finalizer = weakref.finalize(self, _close_all, batches, pools, aio, pid)
+        self._finalizer = weakref.finalize(self, _close_all, run.batches, pools, run.side, pid)
 
     def __iter__(self) -> LoaderIterator:
         return self
@@ -159,7 +169,7 @@ class LoaderIterator:
     def _close_at_end(self) -> None:
         """The epoch ran to its end: nothing is running on its pool, which may go
         idle for a later loader instead of closing."""
-        pools, hand_back = self._pools, self.hand_back
+        pools, hand_back = self._pools, self._hand_back
         pool = pools.pop() if hand_back is not None and pools else None
         self.close()  # the stream; the pool, if still in pools
         if hand_back is not None and pool is not None and not hand_back(pool):
@@ -188,19 +198,17 @@ class LengthCheckedIterator(LoaderIterator):
     each batch past that length, as torch does. A subclass, so that other epochs
     pay nothing for the check."""
 
-    reported: int = 0
-    dataset: Any = None
-    workers: int = 0
-
     def __next__(self) -> Any:
         batch = super().__next__()
-        if self.position > self.reported:
+        reported = self._epoch.reported_length
+        assert reported is not None  # why this class was chosen
+        if self.position > reported:
             message = (
-                f"Length of IterableDataset {self.dataset} was reported to be {self.reported} "
+                f"Length of IterableDataset {self._epoch.dataset} was reported to be {reported} "
                 f"(when accessing len(dataloader)), but {self.position} samples have been "
                 "fetched. "
             )
-            if self.workers > 0:
+            if self._epoch.num_workers > 0:
                 # torch's sentence (its tests match it), then what holds for threads.
                 message += (
                     "For multiprocessing data-loading, this could be caused by not properly "

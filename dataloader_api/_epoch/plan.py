@@ -93,20 +93,6 @@ class EpochPlan:
         return None
 
 
-def make_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
-    """The callable that turns a job's indices into samples."""
-    if not batched:
-        return dataset.__getitem__  # type: ignore[no-any-return]
-    getitems = getattr(dataset, "__getitems__", None)
-    if getitems is not None:
-        return getitems  # type: ignore[no-any-return]
-
-    def fetch(indices: list[int]) -> list[Any]:
-        return [dataset[i] for i in indices]
-
-    return fetch
-
-
 def open_iterable(
     dataset: Any,
     info: WorkerInfo | None,

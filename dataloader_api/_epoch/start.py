@@ -1,31 +1,22 @@
-"""One epoch: the pool it runs on, its plan, and the stream the backend runs.
+"""One epoch started: decided once, then run on the calling thread or on workers.
 
-``start_epoch`` is ``iter(loader)``: it consumes a loaded resume state, picks
-the workers (the persistent pool or a new one), has the epoch's work composed
-(``work``, the same for the calling thread and the workers), hands it
-to the backend as contract values (``MapWork``/``IterWork`` and a
-``StreamSpec``) and wraps the backend's stream, or the calling thread's
-batches, in a ``LoaderIterator``.
+``start_epoch`` is ``iter(loader)``: ``prepare_epoch`` decides the epoch once (a
+frozen ``PreparedEpoch``); it then runs on the calling thread, or takes the
+workers (the persistent pool or a new one) and hands the composed work (``work``,
+the same for both) to the backend as contract values (``MapWork``/``IterWork``
+and a ``StreamSpec``). The ``LoaderIterator`` takes both values whole: the
+prepared epoch and how it runs (``EpochRun``).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
 
-from .._common.distributed_ranks import warn_if_unsharded
 from .._errors import DataLoaderTimeoutError
 from .._features import idle_pools
-from .._features.stats import EpochStats, StatsRecorder, print_summary
-from .._features.transform_hook import Transform, epoch_transform
 from .._options.loader_options import LoaderOptions
 from .._sampling.batch_sampler import BatchSampler
-from .._sampling.seeds import IteratorSeeds
-from .._torch.datapipes import epoch_seed, is_iter_datapipe
-from .._torch.global_generators import rearm_warnings
-from .._workers.handles import worker_handles
 from .._workers.pool import Workers, new_workers
 from ..contract import (
     BatchStream,
@@ -36,13 +27,12 @@ from ..contract import (
     WorkerPool,
     process_id,
 )
-from ..integrations import install_present
 from .calling_thread import calling_thread_batches
-from .iterator import LengthCheckedIterator, LoaderIterator
+from .iterator import EpochRun, LengthCheckedIterator, LoaderIterator
 from .loader_state import LoaderState
-from .pinning import pin_function
 from .plan import EpochPlan
-from .resume import ResumePoint, capture_epoch_start, resume_point
+from .prepare import PreparedEpoch, epoch_length, prepare_epoch
+from .resume import ResumePoint
 from .work import MapEpochWork, item_source, iterable_epoch_streams, map_epoch_work
 
 __all__ = ["epoch_length", "start_epoch"]
@@ -50,128 +40,59 @@ __all__ = ["epoch_length", "start_epoch"]
 
 def start_epoch(options: LoaderOptions, state: LoaderState, owner: object) -> LoaderIterator:
     """``iter(loader)``; ``owner`` is the loader, whose lifetime a persistent pool follows."""
-    install_present(None)  # torch's, if torch was imported after the loader was built
-    rearm_warnings()  # a worker that seeds a global generator is warned in each epoch
-    warn_if_unsharded(
-        options.sampling.distributed, options.sampling.sampler, options.sampling.batch_sampler
-    )
-    if options.workers.persistent_workers:
-        # One epoch at a time on the shared pool, as torch resets its iterator.
-        previous = state.live()
-        if previous is not None:
-            previous.close()
-    point = resume_point(state, options.sampling.is_iterable)
-    if options.sampling.is_iterable and is_iter_datapipe(options.sampling.dataset):
-        # torch's iterator draws a datapipe's seed first, then its workers' base seed.
-        point = replace(
-            point, datapipe_seed=epoch_seed(options.sampling.dataset, options.sampling.generator)
-        )
-    seeds = state.worker_seeds
-    if isinstance(seeds, IteratorSeeds) and (
-        not options.workers.persistent_workers or not state.persistent
-    ):
-        seeds.draw()  # torch's new iterator draws before its sampler shuffles
-    state.epoch_start = capture_epoch_start(options)
-    transform = epoch_transform(options.items.transform, state.worker_seeds, state.epochs_started)
-    state.epochs_started += 1
-    length = _length_or_none(options)
-    if length is not None:
-        length -= point.skip
-    recorder = (
-        StatsRecorder(
-            state.epochs_started,
-            options.workers.num_workers,
-            options.workers.window,
-            options.sampling.is_iterable,
-        )
-        if options.stats.collect_stats
-        else None
-    )
-    state.recorder = recorder
-    summary = _summary_callback(options)
-    pin = _pin_or_none(options, state)
-    checked = options.sampling.is_iterable and state.iterable_len_called is not None
-    iterator_class = LengthCheckedIterator if checked else LoaderIterator
+    epoch = prepare_epoch(options, state)
     if options.workers.num_workers == 0:
-        side = None
-        if options.sampling.is_iterable:
-            open_stream = iterable_epoch_streams(options, state, point, None, transform, recorder)
-            batches = open_stream(0)
-        else:
-            source = item_source(options, state, None)
-            work = map_epoch_work(options, source, None, transform, recorder)
-            batches, side = calling_thread_batches(options, point, work), source.side
-        iterator = iterator_class(
-            batches,
-            None,
-            pin,
-            length,
-            point.skip,
-            side,
-            recorder,
-            summary,
-            on_threads=False,
-            loader=owner,
-        )
+        run = _on_calling_thread(options, state, epoch)
     else:
-        # Here, not at the top: `import dataloader_api` does not import the kit.
-        from ..kit import wait_out_interpreter_exit
-
-        wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
-        workers, owned = _workers_for_epoch(options, state, owner)
-        side = None
-        try:
-            if options.sampling.is_iterable:
-                stream = _stream_iterable(options, state, point, workers, transform, recorder)
-            else:
-                source = item_source(options, state, workers)
-                side = source.side
-                work = map_epoch_work(options, source, workers, transform, recorder)
-                stream = _stream_map(options, point, workers, work)
-        except BaseException:
-            if side is not None:
-                side.close()
-            if owned:
-                workers.pool.close()
-            # The exit hook closed the pool under us (its wait lets other threads run).
-            wait_out_interpreter_exit()
-            raise
-        owner_pool = workers.pool if owned else None
-        iterator = iterator_class(
-            stream, owner_pool, pin, length, point.skip, side, recorder, summary, loader=owner
-        )
-        if owned and workers.shared:
-            iterator.hand_back = _hand_back(options, state, workers)
-        pools = iterator.owned_pools if owned else [workers.pool]
-        iterator._workers = worker_handles(options.workers.num_workers, pools)
-    if isinstance(iterator, LengthCheckedIterator):
-        assert state.iterable_len_called is not None
-        iterator.reported = state.iterable_len_called
-        iterator.dataset = options.sampling.dataset
-        iterator.workers = options.workers.num_workers
+        run = _on_workers(options, state, epoch, owner)
+    checked = epoch.reported_length is not None
+    iterator = (LengthCheckedIterator if checked else LoaderIterator)(epoch, run, owner)
     state.live_iterator = weakref.ref(iterator)
     return iterator
 
 
-def epoch_length(options: LoaderOptions) -> int:
-    """``len(loader)``: batches per epoch (raises TypeError without a dataset length)."""
+def _on_calling_thread(
+    options: LoaderOptions, state: LoaderState, epoch: PreparedEpoch
+) -> EpochRun:
+    """``num_workers=0``: the composed epoch's batches, made by the consumer's ``next``."""
     if options.sampling.is_iterable:
-        length = len(options.sampling.dataset)
-        if options.sampling.batch_size is not None:
-            if options.sampling.drop_last:
-                return length // options.sampling.batch_size
-            return -(-length // options.sampling.batch_size)
-        return length
-    if options.sampling.batch_sampler is not None:
-        return len(options.sampling.batch_sampler)
-    return len(options.sampling.sampler)
+        streams = iterable_epoch_streams(
+            options, state, epoch.point, None, epoch.transform, epoch.recorder
+        )
+        return EpochRun(streams(0))
+    source = item_source(options, state, None)
+    work = map_epoch_work(options, source, None, epoch.transform, epoch.recorder)
+    return EpochRun(calling_thread_batches(options, epoch.point, work), source.side)
 
 
-def _length_or_none(options: LoaderOptions) -> int | None:
+def _on_workers(
+    options: LoaderOptions, state: LoaderState, epoch: PreparedEpoch, owner: object
+) -> EpochRun:
+    """The epoch handed to the backend's pool (the persistent one or its own)."""
+    # Here, not at the top: `import dataloader_api` does not import the kit.
+    from ..kit import wait_out_interpreter_exit
+
+    wait_out_interpreter_exit()  # a daemon thread starting an epoch as the process ends
+    workers, owned = _workers_for_epoch(options, state, owner)
+    side = None
     try:
-        return epoch_length(options)
-    except TypeError:
-        return None
+        if options.sampling.is_iterable:
+            stream = _stream_iterable(options, state, epoch, workers)
+        else:
+            source = item_source(options, state, workers)
+            side = source.side
+            work = map_epoch_work(options, source, workers, epoch.transform, epoch.recorder)
+            stream = _stream_map(options, epoch.point, workers, work)
+    except BaseException:
+        if side is not None:
+            side.close()
+        if owned:
+            workers.pool.close()
+        # The exit hook closed the pool under us (its wait lets other threads run).
+        wait_out_interpreter_exit()
+        raise
+    hand_back = _hand_back(options, state, workers) if owned and workers.shared else None
+    return EpochRun(stream, side, workers.pool, owned, hand_back)
 
 
 def _close_pool(pool: WorkerPool, pid: int) -> None:
@@ -224,23 +145,6 @@ def _remember(state: LoaderState, pool: WorkerPool) -> None:
     state.pools.append(pool)
 
 
-def _summary_callback(options: LoaderOptions) -> Callable[[EpochStats], None] | None:
-    if options.stats.epoch_summary is True:
-        return print_summary
-    if callable(options.stats.epoch_summary):
-        return options.stats.epoch_summary
-    return None
-
-
-def _pin_or_none(options: LoaderOptions, state: LoaderState) -> Callable[[Any], Any] | None:
-    """The pinning step for this epoch's batches, or None when there is none."""
-    if not options.items.pin_memory:
-        return None
-    pin = pin_function(options.items.pin_memory_device, warn=not state.pin_checked)
-    state.pin_checked = True
-    return pin
-
-
 def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
     """The epoch's jobs: as data when the batch sampler is ours (a backend may cut
     the batches natively), else the batch sampler's or sampler's iterator."""
@@ -255,14 +159,11 @@ def _plan(options: LoaderOptions, skip: int) -> EpochPlan | IndexBatches:
 
 
 def _stream_iterable(
-    options: LoaderOptions,
-    state: LoaderState,
-    point: ResumePoint,
-    workers: Workers,
-    transform: Transform | None,
-    recorder: StatsRecorder | None,
+    options: LoaderOptions, state: LoaderState, epoch: PreparedEpoch, workers: Workers
 ) -> BatchStream:
-    open_stream = iterable_epoch_streams(options, state, point, workers, transform, recorder)
+    open_stream = iterable_epoch_streams(
+        options, state, epoch.point, workers, epoch.transform, epoch.recorder
+    )
 
     def on_timeout(position: int) -> BaseException:
         return DataLoaderTimeoutError(

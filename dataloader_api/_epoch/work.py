@@ -20,13 +20,12 @@ from .._features.feature_list import apply_steps
 from .._features.steps import EpochContext, EpochSteps, same_jobs
 from .._options.loader_options import LoaderOptions
 from .._torch.datapipes import prepare_epoch
-from .._workers.dataset_copies import per_worker_fetch
 from .._workers.pool import Workers, worker_info
 from ..contract import BatchJob, ImageWork, MapWork, process_id
-from .item_stop import ItemStop, stopping_fetch, stopping_getitem
+from .fetch import ItemStop, make_fetch
 from .loader_state import LoaderState
 from .native_reads import native_epoch
-from .plan import make_fetch, open_iterable
+from .plan import open_iterable
 from .resume import ResumePoint
 
 if TYPE_CHECKING:
@@ -70,15 +69,13 @@ def item_source(options: LoaderOptions, state: LoaderState, workers: Workers | N
     if workers is None:
         return ItemSource("plain", make_fetch(dataset, batched))
     # Each worker calls its own copy of the dataset (_workers.dataset_copies), and a batch
-    # stops between its items once the epoch closes (item_stop). Here, not at
+    # stops between its items once the epoch closes (fetch). Here, not at
     # the top: `import dataloader_api` does not import the kit.
-    from ..kit import exiting
+    from ..kit import exit_flag
 
-    infos, stop = workers.infos, ItemStop(exiting)
-    fetch = per_worker_fetch(infos, dataset, lambda d: stopping_fetch(d, batched, stop))
-    getitem = None
-    if parallel:
-        getitem = per_worker_fetch(infos, dataset, lambda d: stopping_getitem(d.__getitem__, stop))
+    infos, stop = workers.infos, ItemStop(exit_flag())
+    fetch = make_fetch(dataset, batched, infos, stop)
+    getitem = make_fetch(dataset, batched, infos, stop, one_item=True) if parallel else None
     return ItemSource("plain", fetch, None, getitem, stop)
 
 

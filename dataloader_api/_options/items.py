@@ -4,7 +4,7 @@ each checked once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from .. import _collate
 from .._common.async_detect import async_getitem
 from .._features.stats import EpochStats
 from .._features.transform_hook import check_transform
+from .arguments import LoaderArguments
 from .checks import check_async, check_bool, check_callable
 from .sampling import SamplingOptions
 
@@ -38,10 +39,10 @@ class ItemOptions:
 
 
 def check_items(
-    arguments: Mapping[str, Any], sampling: SamplingOptions, items_in_parallel: int
+    arguments: LoaderArguments, sampling: SamplingOptions, items_in_parallel: int
 ) -> ItemOptions:
-    collate_fn, device = arguments["collate_fn"], arguments["pin_memory_device"]
-    pin_memory = bool(arguments["pin_memory"])  # torch takes any truthy value
+    collate_fn, device = arguments.collate_fn, arguments.pin_memory_device
+    pin_memory = bool(arguments.pin_memory)  # torch takes any truthy value
     check_callable("collate_fn", collate_fn)
     if not isinstance(device, str):
         raise TypeError(f"pin_memory_device should be a str, but got pin_memory_device={device!r}")
@@ -50,11 +51,11 @@ def check_items(
     if collate_fn is None:
         batched = sampling.auto_collation
         collate_fn = _collate.default_collate if batched else _collate.default_convert
-    transform = arguments["transform"]
+    transform = arguments.transform
     check_transform(transform)
     dataset = sampling.dataset
     agetitem = None if sampling.is_iterable else async_getitem(dataset)
-    max_concurrency, event_loop = arguments["max_concurrency"], arguments["event_loop"]
+    max_concurrency, event_loop = arguments.max_concurrency, arguments.event_loop
     check_async(dataset, agetitem, items_in_parallel, max_concurrency, event_loop)
     return ItemOptions(
         collate_fn=collate_fn,
@@ -76,13 +77,13 @@ class StatsOptions:
     collect_stats: bool
 
 
-def check_stats(arguments: Mapping[str, Any]) -> StatsOptions:
-    epoch_summary = arguments["epoch_summary"]
+def check_stats(arguments: LoaderArguments) -> StatsOptions:
+    epoch_summary = arguments.epoch_summary
     if not isinstance(epoch_summary, bool) and not callable(epoch_summary):
         raise TypeError(
             "epoch_summary should be a bool or a callable taking EpochStats, but got "
             f"epoch_summary={epoch_summary!r}"
         )
     # Timing every fetch and collate costs about 2 us per batch: only on request.
-    collect = check_bool("collect_stats", arguments["collect_stats"]) or bool(epoch_summary)
+    collect = check_bool("collect_stats", arguments.collect_stats) or bool(epoch_summary)
     return StatsOptions(epoch_summary, collect)

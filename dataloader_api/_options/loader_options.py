@@ -11,15 +11,14 @@ are made there too, so an epoch only executes them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from .arguments import LoaderArguments
 from .items import ItemOptions, StatsOptions, check_items, check_stats
 from .sampling import SamplingOptions, check_sampling, is_iterable_dataset
 from .workers import ExecutionOptions, WorkerOptions, check_execution, check_workers
 
-__all__ = ["LoaderOptions", "build_options", "is_iterable_dataset"]
+__all__ = ["LoaderArguments", "LoaderOptions", "build_options", "is_iterable_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +32,8 @@ class LoaderOptions:
     stats: StatsOptions
 
 
-def build_options(arguments: Mapping[str, Any]) -> LoaderOptions:
-    """Check every argument of ``DataLoader(...)``, given by name (same rules and
+def build_options(arguments: LoaderArguments) -> LoaderOptions:
+    """Check every argument of ``DataLoader(...)`` (same rules and
     messages as torch where torch has the argument), and make the choices they imply."""
     workers = check_workers(arguments)
     sampling = check_sampling(arguments)

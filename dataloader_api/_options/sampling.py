@@ -4,7 +4,6 @@ torch's order and words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from .._sampling.samplers import RandomSampler, SequentialSampler
 from .._sampling.seeds import EpochSeeds, derive_seed, torch_default_generator
 from .._sampling.torch_randperm import is_torch_generator
 from .._torch.datapipes import take_shuffle
+from .arguments import LoaderArguments
 from .checks import check_bool
 
 __all__ = ["SamplingOptions", "check_sampling", "is_iterable_dataset"]
@@ -77,14 +77,14 @@ def is_iterable_dataset(dataset: Any) -> bool:
     return not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")
 
 
-def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
-    dataset, shuffle = arguments["dataset"], arguments["shuffle"]
-    sampler, batch_sampler = arguments["sampler"], arguments["batch_sampler"]
-    batch_size, drop_last = arguments["batch_size"], arguments["drop_last"]
+def check_sampling(arguments: LoaderArguments) -> SamplingOptions:
+    dataset, shuffle = arguments.dataset, arguments.shuffle
+    sampler, batch_sampler = arguments.sampler, arguments.batch_sampler
+    batch_size, drop_last = arguments.batch_size, arguments.drop_last
     generator, seed, distributed = (
-        arguments["generator"],
-        arguments["seed"],
-        arguments["distributed"],
+        arguments.generator,
+        arguments.seed,
+        arguments.distributed,
     )
     if shuffle is not None:
         shuffle = bool(shuffle)
@@ -96,42 +96,11 @@ def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
             "pass seed (default 0) instead of generator"
         )
     seeds = EpochSeeds(seed, generator)
-    # Worker seeds take one draw from a user's generator, here, and count on
-    # from it: the sampler alone advances the generator from epoch to epoch,
-    # so a resumed loader replays the same shuffles. A torch.Generator is
-    # drawn from as torch does instead, when each iterator starts (None here).
-    worker_seed_base: int | None
-    worker_seed_generator, first_worker_seed = None, None
-    if is_torch_generator(generator):
-        worker_seed_base, worker_seed_generator = None, generator
-    elif generator is None and seed is None and (default := torch_default_generator()):
-        # The base drawn from torch's default generator is torch's first _base_seed.
-        worker_seed_base, worker_seed_generator = None, default
-        first_worker_seed = seeds.base_seed
-    elif generator is not None:
-        worker_seed_base = seeds.next_seed()
-    else:
-        worker_seed_base = derive_seed(seeds.base_seed, _WORKER_SEED_TAG)
+    worker_seed_base, worker_seed_generator, first_worker_seed = _worker_seeds(
+        generator, seed, seeds
+    )
     iterable = is_iterable_dataset(dataset)
-    if iterable:
-        shuffle = take_shuffle(dataset, shuffle)  # a torch datapipe shuffles itself
-        for name, value in (("shuffle", shuffle), ("sampler", sampler)):
-            if value not in (None, False):
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified {name} option, "
-                    f"but got {name}={value!r}"
-                )
-        if batch_sampler is not None:
-            raise ValueError(
-                "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
-                f"but got batch_sampler={batch_sampler!r}"
-            )
-    elif not hasattr(dataset, "__getitem__"):
-        raise TypeError(
-            "dataset should be map-style (__getitem__ and __len__) or iterable (__iter__), "
-            f"but got {type(dataset).__name__}"
-        )
-    shuffle = bool(shuffle)
+    shuffle = _check_kind(dataset, iterable, shuffle, sampler, batch_sampler)
     if distributed and not iterable:
         if sampler is not None or batch_sampler is not None:
             raise ValueError(
@@ -160,18 +129,7 @@ def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
         raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last!r}")
 
     if not iterable and sampler is None:
-        if shuffle and not hasattr(dataset, "__len__"):
-            raise TypeError(
-                f"shuffle=True needs the dataset's length, but {type(dataset).__name__} has no "
-                "__len__; define it, or pass a sampler"
-            )
-        if shuffle:
-            sampler_seed = (
-                None if generator is not None else derive_seed(seeds.base_seed, _SAMPLER_SEED_TAG)
-            )
-            sampler = RandomSampler(dataset, generator=generator, seed=sampler_seed)
-        else:
-            sampler = SequentialSampler(dataset)
+        sampler = _default_sampler(dataset, shuffle, generator, seeds)
     if not iterable and batch_size is not None and batch_sampler is None:
         batch_sampler = BatchSampler(sampler, batch_size, drop_last)
     elif iterable and batch_size is not None:
@@ -191,3 +149,64 @@ def check_sampling(arguments: Mapping[str, Any]) -> SamplingOptions:
         first_worker_seed=first_worker_seed,
         auto_collation=batch_sampler is not None or (iterable and batch_size is not None),
     )
+
+
+def _worker_seeds(
+    generator: Any, seed: int | None, seeds: EpochSeeds
+) -> tuple[int | None, Any, int | None]:
+    """The workers' first seed, the generator each iterator draws their base from
+    instead, and the first iterator's base already drawn (``SamplingOptions``).
+
+    Worker seeds take one draw from a user's generator, here, and count on
+    from it: the sampler alone advances the generator from epoch to epoch,
+    so a resumed loader replays the same shuffles. A torch.Generator is
+    drawn from as torch does instead, when each iterator starts (None here)."""
+    if is_torch_generator(generator):
+        return None, generator, None
+    if generator is None and seed is None and (default := torch_default_generator()):
+        # The base drawn from torch's default generator is torch's first _base_seed.
+        return None, default, seeds.base_seed
+    if generator is not None:
+        return seeds.next_seed(), None, None
+    return derive_seed(seeds.base_seed, _WORKER_SEED_TAG), None, None
+
+
+def _check_kind(
+    dataset: Any, iterable: bool, shuffle: bool | None, sampler: Any, batch_sampler: Any
+) -> bool:
+    """An iterable dataset takes no shuffle, sampler or batch sampler (a torch
+    datapipe's own shuffle taken); any other must be map-style. The shuffle flag."""
+    if iterable:
+        shuffle = take_shuffle(dataset, shuffle)  # a torch datapipe shuffles itself
+        for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+            if value not in (None, False):
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                    f"but got {name}={value!r}"
+                )
+        if batch_sampler is not None:
+            raise ValueError(
+                "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                f"but got batch_sampler={batch_sampler!r}"
+            )
+    elif not hasattr(dataset, "__getitem__"):
+        raise TypeError(
+            "dataset should be map-style (__getitem__ and __len__) or iterable (__iter__), "
+            f"but got {type(dataset).__name__}"
+        )
+    return bool(shuffle)
+
+
+def _default_sampler(dataset: Any, shuffle: bool, generator: Any, seeds: EpochSeeds) -> Any:
+    """A map-style dataset's sampler when none was given: random or sequential."""
+    if shuffle and not hasattr(dataset, "__len__"):
+        raise TypeError(
+            f"shuffle=True needs the dataset's length, but {type(dataset).__name__} has no "
+            "__len__; define it, or pass a sampler"
+        )
+    if shuffle:
+        sampler_seed = (
+            None if generator is not None else derive_seed(seeds.base_seed, _SAMPLER_SEED_TAG)
+        )
+        return RandomSampler(dataset, generator=generator, seed=sampler_seed)
+    return SequentialSampler(dataset)

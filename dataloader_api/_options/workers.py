@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .._common.backend_registry import ENV_VAR as BACKEND_ENV_VAR
 from .._common.backend_registry import resolve_backend
 from ..contract import Backend
+from .arguments import LoaderArguments
 from .checks import (
     check_bool,
     check_callable,
@@ -43,10 +44,10 @@ class WorkerOptions:
         return self.num_workers * (self.prefetch_factor or 0)
 
 
-def check_workers(arguments: Mapping[str, Any]) -> WorkerOptions:
-    num_workers, timeout = arguments["num_workers"], arguments["timeout"]
-    prefetch_factor = arguments["prefetch_factor"]
-    context, worker_init_fn = arguments["multiprocessing_context"], arguments["worker_init_fn"]
+def check_workers(arguments: LoaderArguments) -> WorkerOptions:
+    num_workers, timeout = arguments.num_workers, arguments.timeout
+    prefetch_factor = arguments.prefetch_factor
+    context, worker_init_fn = arguments.multiprocessing_context, arguments.worker_init_fn
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(
             "num_workers option should be non-negative (an int >= 0); use num_workers=0 "
@@ -65,7 +66,7 @@ def check_workers(arguments: Mapping[str, Any]) -> WorkerOptions:
         else:
             check_positive_int("prefetch_factor", prefetch_factor)
     # torch takes any truthy value for these flags (shuffle=1, np.True_, ...).
-    persistent_workers = bool(arguments["persistent_workers"])
+    persistent_workers = bool(arguments.persistent_workers)
     if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
     if timeout > 0 and num_workers == 0:
@@ -81,10 +82,10 @@ def check_workers(arguments: Mapping[str, Any]) -> WorkerOptions:
         prefetch_factor=prefetch_factor,
         persistent_workers=persistent_workers,
         timeout=float(timeout),
-        in_order=bool(arguments["in_order"]),
+        in_order=bool(arguments.in_order),
         worker_init_fn=worker_init_fn,
         multiprocessing_context=context,
-        share_dataset=check_bool("share_dataset", arguments["share_dataset"]),
+        share_dataset=check_bool("share_dataset", arguments.share_dataset),
     )
 
 
@@ -102,11 +103,11 @@ class ExecutionOptions:
 
 
 def check_execution(
-    arguments: Mapping[str, Any], workers: WorkerOptions, dataset: Any, batched_map: bool
+    arguments: LoaderArguments, workers: WorkerOptions, dataset: Any, batched_map: bool
 ) -> ExecutionOptions:
     """``batched_map``: a map-style dataset with batches of items (what
     ``items_in_parallel`` splits)."""
-    backend, items_in_parallel = arguments["backend"], arguments["items_in_parallel"]
+    backend, items_in_parallel = arguments.backend, arguments.items_in_parallel
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"backend should be a str or None, but got backend={backend!r}")
     # $DATALOADER_BACKEND is checked whatever num_workers is, as backend= is.

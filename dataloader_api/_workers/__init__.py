@@ -1,7 +1,6 @@
 """An epoch's worker threads: the backend pool and the ``WorkerInfo`` each thread
 installs, each worker's copy of the dataset, and the handles torch's
-``iterator._workers`` offers. (``dataset_copies.per_worker_fetch`` is left to
-``_epoch.work``, the one module that composes an epoch.)"""
+``iterator._workers`` offers. (``_epoch.fetch`` calls each worker's copy.)"""
 
 from .dataset_copies import worker_dataset
 from .handles import worker_handles

@@ -30,10 +30,9 @@ from __future__ import annotations
 import collections
 import copy
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from .._common.worker_info import WorkerInfo, get_worker_info
 from .._features.feature_list import copies_allowed, is_io_dataset
 from .._torch.datapipes import is_iter_datapipe, worker_copy
 
@@ -41,7 +40,6 @@ __all__ = [
     "bound_to_copy",
     "copies_per_worker",
     "is_inner_dataset",
-    "per_worker_fetch",
     "worker_dataset",
 ]
 
@@ -163,24 +161,3 @@ def bound_to_copy(function: Callable[..., Any], dataset: Any, copy_: Any) -> Cal
     if copy_ is dataset or getattr(function, "__self__", None) is not dataset:
         return function
     return function.__func__.__get__(copy_)  # type: ignore[attr-defined,no-any-return]
-
-
-def per_worker_fetch(
-    infos: Sequence[WorkerInfo], dataset: Any, make: Callable[[Any], Callable[[Any], Any]]
-) -> Callable[[Any], Any]:
-    """``make(dataset)``, called on each worker thread with that worker's own copy
-    (``infos[i].dataset``). A thread that is no worker of ``infos`` (a backend
-    running jobs elsewhere breaks the contract) calls ``dataset`` itself."""
-    shared = make(dataset)
-    if all(info.dataset is dataset for info in infos):
-        return shared
-    workers = tuple(infos)
-    own = [make(info.dataset) for info in workers]
-
-    def fetch_with_own_copy(indices: Any) -> Any:
-        info = get_worker_info()
-        if info is not None and info.local_id < len(workers) and workers[info.local_id] is info:
-            return own[info.local_id](indices)
-        return shared(indices)
-
-    return fetch_with_own_copy

@@ -100,7 +100,8 @@ def new_workers(options: LoaderOptions, seeds: EpochSeeds | IteratorSeeds) -> Wo
     """A pool of ``num_workers`` threads, seeded from the next seed of ``seeds``: a
     new one, or an idle one an earlier loader's finished epoch left."""
     assert options.execution.backend is not None
-    warn_if_more_workers_than_cpus(options.workers.num_workers, stacklevel=6)
+    # The user's line: iter(loader) -> start_epoch -> _on_workers -> _workers_for_epoch -> here.
+    warn_if_more_workers_than_cpus(options.workers.num_workers, stacklevel=7)
     base_seed = seeds.next_seed()
     infos = [
         worker_info(options, worker_id, base_seed + worker_id, worker_dataset(options))

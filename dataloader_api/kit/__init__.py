@@ -23,6 +23,8 @@ from ._epoch_state import (
 )
 from ._exit import (
     EXIT_TIMEOUT_VARIABLE,
+    ExitFlag,
+    exit_flag,
     exit_timeout,
     exiting,
     on_exit,
@@ -41,6 +43,7 @@ __all__ = [
     "BatchWindow",
     "Closable",
     "EpochState",
+    "ExitFlag",
     "IterableStream",
     "JobResults",
     "MapStream",
@@ -50,6 +53,7 @@ __all__ = [
     "ThreadPool",
     "Waiter",
     "attach_once",
+    "exit_flag",
     "exit_timeout",
     "exiting",
     "on_exit",

@@ -34,8 +34,10 @@ def run_job(
     exception, stored for the consumer; nothing once the epoch is closed."""
     if results.closed:
         return
+    # ``job.fetch_argument``, read here: the property is a Python call per batch.
+    argument = job.indices if job.started is None else job.started
     try:
-        outcome: tuple[bool, Any] = (True, collate(fetch(job.fetch_argument)))
+        outcome: tuple[bool, Any] = (True, collate(fetch(argument)))
     except BaseException as error:
         outcome = (False, error)
     results.store(job.position, outcome)

@@ -41,6 +41,8 @@ from typing import Protocol
 
 __all__ = [
     "EXIT_TIMEOUT_VARIABLE",
+    "ExitFlag",
+    "exit_flag",
     "exit_timeout",
     "exiting",
     "on_exit",
@@ -84,14 +86,25 @@ _live_pools: weakref.WeakSet[_Pool] = weakref.WeakSet()
 _closed_pools: list[_Pool] = []
 _callbacks: list[Callable[[], object]] = []
 _waits: list[Callable[[float], object]] = []
-_exiting = False
+
+
+class ExitFlag:
+    """Whether interpreter exit has begun, as an attribute: a worker's fetch reads
+    it before each item without a Python call (``exiting()`` is the same answer)."""
+
+    __slots__ = ("began",)
+
+    def __init__(self) -> None:
+        self.began = False
+
+
+_FLAG = ExitFlag()
 
 
 def _at_exit() -> None:
     """Interpreter exit: stop every pool, let running jobs return (bounded), then
     let no pool thread enter the interpreter again (see the NOTE above)."""
-    global _exiting
-    _exiting = True
+    _FLAG.began = True
     deadline = time.monotonic() + _EXIT_TIMEOUT
     pools = [*_live_pools, *_closed_pools]
     for pool in pools:
@@ -123,7 +136,12 @@ def exit_timeout() -> float:
 
 def exiting() -> bool:
     """True once the interpreter's exit has begun (the exit hook ran)."""
-    return _exiting
+    return _FLAG.began
+
+
+def exit_flag() -> ExitFlag:
+    """The flag ``exiting()`` reads, for a hot path that reads ``.began`` itself."""
+    return _FLAG
 
 
 def on_exit(callback: Callable[[], object]) -> None:
@@ -159,7 +177,7 @@ def wait_out_interpreter_exit(held: threading.Condition | None = None) -> None:
     ending its loop early) while the interpreter shuts down. ``held`` is a condition
     the caller holds: it is released while waiting, so the exit hook can close.
     Returns at once when the interpreter is not exiting or on the main thread."""
-    if _exiting and threading.current_thread() is not threading.main_thread():
+    if _FLAG.began and threading.current_thread() is not threading.main_thread():
         while True:
             if held is not None:
                 held.wait(3600)
