@@ -83,24 +83,54 @@ class Counted:
             assert self.changed.wait_for(lambda: self.done[0] >= count, timeout=60), self.done
 
 
+class CountedBatches:
+    """A collate function that counts the batches it made, so a test can wait for
+    the workers to have the window's batches ready."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.changed = threading.Condition()
+
+    def __call__(self, batch: list[int]) -> list[int]:
+        with self.changed:
+            self.done += 1
+            self.changed.notify_all()
+        return batch
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.done >= count, timeout=60), self.done
+
+
 @pytest.mark.parametrize("backend", BACKENDS[1:])
 def test_a_slow_training_loop_is_named_the_bottleneck(backend):
     """The loop is slower than the loader by construction, on any machine: before
-    each batch it waits (an event, not a duration) until the workers have loaded
-    the whole window ahead of it, then spends 50 ms as a model would."""
-    dataset = Counted(64)
+    each batch after the first it waits (an event, not a duration) until the
+    workers have collated the whole window ahead of it, and its model step lasts
+    at least 20 times what the first batch (the workers' start, which nothing can
+    make ready sooner) took. (Waiting for the items alone, with a fixed 50 ms
+    step, failed beside a CPU load: the first batch took over a tenth of the epoch.)"""
+    collate = CountedBatches()
     loader = DataLoader(
-        dataset,
+        Counted(64),
         batch_size=8,
         num_workers=2,
         prefetch_factor=2,
         backend=backend,
         collect_stats=True,
+        collate_fn=collate,
     )
     window = 2 * 2
-    for taken, _ in enumerate(loader, 1):
-        dataset.wait_for(min(64, (taken + window - 1) * 8))  # the batch in hand counts
-        time.sleep(0.05)  # the model
+    batches = iter(loader)
+    started = time.perf_counter()
+    next(batches)  # the workers start with it
+    step = max(0.05, 20 * (time.perf_counter() - started))
+    time.sleep(step)  # the model
+    for taken in range(2, 9):
+        collate.wait_for(min(8, taken + window - 1))  # the batch about to be taken counts
+        next(batches)
+        time.sleep(step)
+    assert next(batches, None) is None
     stats = loader.stats()
     assert stats.bottleneck == "training loop"
     assert stats.wait_share < 0.1

@@ -221,6 +221,9 @@ class NoLen:
     def __getitem__(self, index):
         return index
 
+    def __repr__(self) -> str:  # a test id: the same in every process (pytest-xdist)
+        return "NoLen()"
+
 
 # torch's own rules, applied to both loaders (construction and one batch).
 TORCH_ARGUMENT_TABLE = [
