@@ -16,6 +16,7 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
+from ._op_apply import RandomApply, RandomGrayscale, RandomSolarize
 from ._op_blur import GaussianBlur
 from ._op_color import ColorJitter
 from ._op_erasing import RandomErasing
@@ -67,10 +68,13 @@ __all__ = [
     "Op",
     "Pad",
     "PadTo",
+    "RandomApply",
     "RandomCrop",
     "RandomErasing",
+    "RandomGrayscale",
     "RandomHFlip",
     "RandomResizedCrop",
+    "RandomSolarize",
     "RandomVFlip",
     "Resize",
     "Rotate90",

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use dataloader_imaging::color::Jitter;
 use dataloader_imaging::erasing::ErasingValue;
 use dataloader_imaging::pipeline::Size;
+use dataloader_imaging::point::Point;
 use dataloader_imaging::random_crop::PadMode;
 use dataloader_imaging::resample::Filter;
 use dataloader_imaging::{Op, Pipeline};
@@ -139,6 +140,20 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
             kernel_size: pair(&get("kernel_size")?)?,
             sigma: range(&get("sigma")?)?,
         },
+        "random_apply" => Op::RandomApply {
+            p: get("p")?.extract()?,
+            ops: get("transforms")?
+                .try_iter()?
+                .map(|r| op(&r?))
+                .collect::<PyResult<Vec<Op>>>()?,
+        },
+        "random_grayscale" => Op::Point(Point::RandomGrayscale {
+            p: get("p")?.extract()?,
+        }),
+        "random_solarize" => Op::Point(Point::RandomSolarize {
+            threshold: get("threshold")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,
             width: get("width")?.extract()?,

@@ -4,6 +4,7 @@ use crate::blur;
 use crate::color::{self, Jitter};
 use crate::erasing::{self, ErasingValue};
 use crate::ops;
+use crate::point::{self, Point};
 use crate::random::ItemRandom;
 use crate::random_crop::{self, PadMode};
 use crate::resample::{resize, Filter};
@@ -60,6 +61,12 @@ pub enum Op {
         value: f64,
     },
     ColorJitter(Jitter),
+    /// `ops` in order when the item's draw is below `p` (torchvision's RandomApply)
+    RandomApply {
+        p: f64,
+        ops: Vec<Op>,
+    },
+    Point(Point),
     GaussianBlur {
         /// (x, y): width first, as torchvision
         kernel_size: (usize, usize),
@@ -145,6 +152,8 @@ impl Pipeline {
             | Op::RandomCrop { .. }
             | Op::RandomErasing { .. }
             | Op::ColorJitter(_)
+            | Op::RandomApply { .. }
+            | Op::Point(_)
             | Op::GaussianBlur { .. }
             | Op::RandomHFlip { .. }
             | Op::RandomVFlip { .. } => true,
@@ -363,6 +372,11 @@ impl Pipeline {
                 erasing::random_erasing(image, random, p, scale, ratio, value)
             }
             Op::ColorJitter(ref jitter) => color::color_jitter(image, random, jitter)?,
+            Op::RandomApply { p, ref ops } if random.uniform() < p => ops
+                .iter()
+                .try_fold(image, |image, op| self.apply(op, image, random))?,
+            Op::RandomApply { .. } => image,
+            Op::Point(ref op) => point::apply(op, image, random)?,
             Op::GaussianBlur { kernel_size, sigma } => {
                 blur::gaussian_blur(image, random, kernel_size, sigma)?
             }

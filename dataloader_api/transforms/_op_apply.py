@@ -1,0 +1,105 @@
+"""Ops drawn with a probability, as torchvision v2's: ``RandomApply`` (ops over
+ops), ``RandomGrayscale`` and ``RandomSolarize`` (the SimCLR/BYOL recipes).
+Each draws one uniform number per item, and applies when it is below ``p``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ._op_base import Kind, Op, PilOp, _number, _set
+
+__all__ = ["RandomApply", "RandomGrayscale", "RandomSolarize"]
+
+
+def _probability(op: str, value: Any) -> float:
+    p = _number(op, "p", value)
+    if not 0 <= p <= 1:
+        raise ValueError(f"{op}: p should be a number from 0 to 1, but got p={value!r}")
+    return p
+
+
+@dataclass(frozen=True)
+class RandomApply(Op):
+    """``transforms`` (ops of this package) in order, on a drawn fraction ``p`` of
+    the items, as torchvision's ``RandomApply(transforms, p=0.5)``: one uniform
+    number per item, below ``p`` applies them all (their own draws follow it),
+    else the image is left as it is. The ops must give back the kind of image
+    they take (a uint8 image stays uint8 HWC), as the pipeline's next op expects
+    it either way. ``RandomApply([GaussianBlur(23)], p=0.5)`` is SimCLR's blur."""
+
+    transforms: Any
+    p: float = 0.5
+    name: ClassVar[str] = "random_apply"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        transforms = self.transforms
+        if (
+            isinstance(transforms, Op)
+            or not isinstance(transforms, Sequence)
+            or not all(isinstance(op, Op) for op in transforms)
+        ):
+            raise TypeError(
+                "RandomApply: transforms should be a list of dataloader_api.transforms ops, "
+                f"but got transforms={transforms!r}"
+            )
+        if not transforms:
+            raise ValueError("RandomApply: transforms should hold at least one op, but got []")
+        _set(self, "transforms", tuple(transforms))
+        _set(self, "p", _probability("RandomApply", self.p))
+
+    def output_kind(self, kind: Kind) -> Kind:
+        if kind[0] == "encoded":
+            raise TypeError(f"{self!r} needs a decoded image: put Decode() before it")
+        out = kind
+        for position, op in enumerate(self.transforms):
+            try:
+                out = op.output_kind(out)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"RandomApply: transforms[{position}]: {error}") from None
+        if out != kind:
+            raise TypeError(
+                f"{self!r} should give back the kind of image it takes, {kind[0]} {kind[1]}, "
+                f"but its transforms give {out[0]} {out[1]}"
+            )
+        return kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.name, "transforms": [op.to_dict() for op in self.transforms],
+                "p": self.p}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RandomGrayscale(PilOp):
+    """Pillow's luma (``convert("L")``) on a drawn fraction ``p`` of the items,
+    with the channels the image had, as torchvision's ``RandomGrayscale(p=0.1)``:
+    a 3-channel image stays 3 channels (the gray in each), a gray one is left
+    as it is. Takes 1 or 3 channels (every image with other counts is refused,
+    where torchvision refuses only those it draws)."""
+
+    p: float = 0.1
+    name: ClassVar[str] = "random_grayscale"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _set(self, "p", _probability("RandomGrayscale", self.p))
+
+
+@dataclass(frozen=True)
+class RandomSolarize(PilOp):
+    """Every value ``>= threshold`` inverted (``255 - v``) on a drawn fraction ``p``
+    of the items, as torchvision's ``RandomSolarize(threshold, p=0.5)`` on a PIL
+    image (``ImageOps.solarize``): ``threshold`` is on the uint8 scale, any finite
+    number (above 255 nothing changes, at 0 or below everything is inverted).
+    Takes 1 or 3 channels, as PIL's solarize."""
+
+    threshold: float
+    p: float = 0.5
+    name: ClassVar[str] = "random_solarize"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _set(self, "threshold", _number("RandomSolarize", "threshold", self.threshold))
+        _set(self, "p", _probability("RandomSolarize", self.p))
