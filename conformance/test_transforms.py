@@ -60,6 +60,9 @@ geometry = st.one_of(
     ),
     st.builds(T.RandomGrayscale, st.floats(0, 1)),
     st.builds(T.RandomSolarize, st.integers(-1, 256) | st.floats(0, 255), p=st.floats(0, 1)),
+    st.builds(T.RandomPosterize, st.integers(1, 8), p=st.floats(0, 1)),
+    st.builds(T.RandomAutocontrast, st.floats(0, 1)),
+    st.builds(T.RandomEqualize, st.floats(0, 1)),
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )

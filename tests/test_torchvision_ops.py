@@ -181,3 +181,22 @@ def test_simclrs_blur_under_random_apply_is_torchvisions_within_one():
         got = T.Compose([op])(image, index=index, epoch_seed=12)
         assert np.abs(got.astype(int) - expected).max() <= 1
     assert 10 <= applied <= 30
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_posterize_autocontrast_and_equalize_equal_torchvision_on_pil(channels):
+    rng = np.random.default_rng(11)
+    for index in range(60):
+        shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)), channels)
+        low, high = sorted(int(v) for v in rng.integers(0, 256, 2))
+        image = rng.integers(low, high + 1, shape).astype(np.uint8)
+        bits = int(rng.integers(1, 9))
+        for ours, theirs in [
+            (T.RandomPosterize(bits, p=1.0), v2.RandomPosterize(bits, p=1.0)),
+            (T.RandomAutocontrast(p=1.0), v2.RandomAutocontrast(p=1.0)),
+            (T.RandomEqualize(p=1.0), v2.RandomEqualize(p=1.0)),
+        ]:
+            got = T.Compose([ours])(image, index=index)
+            np.testing.assert_array_equal(got, array(theirs(pil(image))), err_msg=repr(ours))
+    assert T.RandomPosterize(2).p == v2.RandomPosterize(2).p
+    assert T.RandomAutocontrast().p == v2.RandomAutocontrast().p == T.RandomEqualize().p

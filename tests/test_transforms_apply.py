@@ -1,6 +1,8 @@
-"""``RandomApply``, ``RandomGrayscale`` and ``RandomSolarize``: torchvision's
-arguments and defaults, one draw per item below ``p``, PIL's arithmetic, and
-the native pipeline equal to the reference over many seeds and sizes."""
+"""``RandomApply``, ``RandomGrayscale``, ``RandomSolarize`` and the other
+lookup-table ops (``RandomPosterize``, ``RandomAutocontrast``,
+``RandomEqualize``): torchvision's arguments and defaults, one draw per item
+below ``p``, PIL's arithmetic, and the native pipeline equal to the reference
+over many seeds and sizes."""
 
 from __future__ import annotations
 
@@ -52,6 +54,11 @@ def test_torchvisions_defaults_and_bad_arguments_named_with_their_value():
         (lambda: T.RandomGrayscale(True), ValueError, "but got p=True"),
         (lambda: T.RandomSolarize(math.inf), ValueError, "threshold " + finite + "threshold=inf"),
         (lambda: T.RandomSolarize(9, p=2), ValueError, "RandomSolarize: " + probability + "2"),
+        (lambda: T.RandomPosterize(0), ValueError, "bits should be an int from 1 to 8, but got bits=0"),  # noqa: E501
+        (lambda: T.RandomPosterize(4.0), ValueError, "but got bits=4.0"),
+        (lambda: T.RandomPosterize(4, p=9), ValueError, "RandomPosterize: " + probability + "9"),
+        (lambda: T.RandomAutocontrast(2), ValueError, "RandomAutocontrast: " + probability + "2"),
+        (lambda: T.RandomEqualize(None), ValueError, "RandomEqualize: p " + finite + "p=None"),
     ]:  # fmt: skip
         with pytest.raises(error) as raised:
             build()
@@ -110,7 +117,28 @@ def test_grayscale_and_solarize_are_pils_on_the_items_they_draw(channels):
     assert 15 <= drawn <= 45
 
 
-@pytest.mark.parametrize("op", [T.RandomGrayscale(1.0), T.RandomSolarize(10, 0.0)])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_the_table_ops_are_imageops_on_the_items_they_draw(channels):
+    rng = np.random.default_rng(10 + channels)
+    for index in range(80):
+        shape = (int(rng.integers(1, 30)), int(rng.integers(1, 30)), channels)
+        low, high = sorted(int(v) for v in rng.integers(0, 256, 2))
+        image = rng.integers(low, high + 1, shape).astype(np.uint8)  # narrow ranges, flat ones
+        bits = int(rng.integers(1, 9))
+        for op, expected in [
+            (T.RandomPosterize(bits, 0.5), ImageOps.posterize(pil(image), bits)),
+            (T.RandomAutocontrast(0.5), ImageOps.autocontrast(pil(image))),
+            (T.RandomEqualize(0.5), ImageOps.equalize(pil(image))),
+        ]:
+            applies = T.ItemRandom(2, index).uniform() < 0.5
+            got = T.Compose([op])(image, index=index, epoch_seed=2)
+            np.testing.assert_array_equal(got, array(expected) if applies else image, repr(op))
+
+
+@pytest.mark.parametrize(
+    "op",
+    [T.RandomGrayscale(1.0), T.RandomSolarize(10, 0.0), T.RandomPosterize(3), T.RandomEqualize()],
+)
 def test_an_image_of_other_than_one_or_three_channels_is_refused_by_name(op):
     with pytest.raises(
         T.TransformError, match=r"item 3: .*takes an image of 1 or 3 channels.*not 4"
@@ -124,6 +152,8 @@ def pipelines() -> list[T.Compose]:
         T.Compose([T.RandomGrayscale(0.5), T.RandomSolarize(128)], on=0),
         T.Compose([T.RandomApply([jitter], p=0.8), T.RandomGrayscale(0.2),
                    T.RandomApply([T.GaussianBlur(3)], p=0.5), T.RandomSolarize(170.5, 0.2)], on=0),
+        T.Compose([T.RandomPosterize(3), T.RandomAutocontrast(), T.RandomEqualize(),
+                   T.RandomApply([T.RandomPosterize(1, 1), T.RandomEqualize(1)], 0.3)], on=0),
         T.Compose([T.RandomApply([T.RandomHFlip(), T.RandomApply([T.RandomSolarize(0, 1)], 0.5)]),
                    T.ToFloat(), T.RandomApply([T.Normalize(0.5, 0.25), T.ToCHW(), T.ToHWC()])],
                   on=0),
@@ -131,7 +161,7 @@ def pipelines() -> list[T.Compose]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("which", range(3))
+@pytest.mark.parametrize("which", range(4))
 def test_every_backend_gives_the_references_pixels(backend, which):
     pipeline = pipelines()[which]
     items = [(noise(9 + i, 20 - i, [1, 3][i % 2], seed=i), i) for i in range(10)]
@@ -144,7 +174,7 @@ def test_every_backend_gives_the_references_pixels(backend, which):
 
 
 @pytest.mark.skipif("rust" not in BACKENDS, reason="the rust backend is not installed")
-@pytest.mark.parametrize("which", range(3))
+@pytest.mark.parametrize("which", range(4))
 def test_the_native_pipeline_is_the_references_over_many_seeds_and_sizes(which):
     from dataloader_rust import _native
 

@@ -16,7 +16,14 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
-from ._op_apply import RandomApply, RandomGrayscale, RandomSolarize
+from ._op_apply import (
+    RandomApply,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomPosterize,
+    RandomSolarize,
+)
 from ._op_blur import GaussianBlur
 from ._op_color import ColorJitter
 from ._op_erasing import RandomErasing
@@ -69,10 +76,13 @@ __all__ = [
     "Pad",
     "PadTo",
     "RandomApply",
+    "RandomAutocontrast",
     "RandomCrop",
+    "RandomEqualize",
     "RandomErasing",
     "RandomGrayscale",
     "RandomHFlip",
+    "RandomPosterize",
     "RandomResizedCrop",
     "RandomSolarize",
     "RandomVFlip",

@@ -1,5 +1,7 @@
 """Ops drawn with a probability, as torchvision v2's: ``RandomApply`` (ops over
-ops), ``RandomGrayscale`` and ``RandomSolarize`` (the SimCLR/BYOL recipes).
+ops), ``RandomGrayscale`` and ``RandomSolarize`` (the SimCLR/BYOL recipes), and
+the lookup-table ops the augmentation policies use (``RandomPosterize``,
+``RandomAutocontrast``, ``RandomEqualize``; ``p=1`` for the plain op).
 Each draws one uniform number per item, and applies when it is below ``p``."""
 
 from __future__ import annotations
@@ -8,9 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._op_base import Kind, Op, PilOp, _number, _set
+from ._op_base import Kind, Op, PilOp, _is_int, _number, _set
 
-__all__ = ["RandomApply", "RandomGrayscale", "RandomSolarize"]
+__all__ = [
+    "RandomApply",
+    "RandomAutocontrast",
+    "RandomEqualize",
+    "RandomGrayscale",
+    "RandomPosterize",
+    "RandomSolarize",
+]
 
 
 def _probability(op: str, value: Any) -> float:
@@ -103,3 +112,55 @@ class RandomSolarize(PilOp):
     def __post_init__(self) -> None:
         _set(self, "threshold", _number("RandomSolarize", "threshold", self.threshold))
         _set(self, "p", _probability("RandomSolarize", self.p))
+
+
+@dataclass(frozen=True)
+class RandomPosterize(PilOp):
+    """Each value keeps its ``bits`` high bits (an int from 1 to 8) on a drawn
+    fraction ``p`` of the items, as torchvision's ``RandomPosterize(bits, p=0.5)``
+    on a PIL image (``ImageOps.posterize``). Takes 1 or 3 channels."""
+
+    bits: int
+    p: float = 0.5
+    name: ClassVar[str] = "random_posterize"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if not (_is_int(self.bits) and 1 <= self.bits <= 8):
+            raise ValueError(
+                f"RandomPosterize: bits should be an int from 1 to 8, but got bits={self.bits!r}"
+            )
+        _set(self, "p", _probability("RandomPosterize", self.p))
+
+
+@dataclass(frozen=True)
+class RandomAutocontrast(PilOp):
+    """Each channel stretched so its darkest value becomes 0 and its lightest 255,
+    on a drawn fraction ``p`` of the items, as torchvision's
+    ``RandomAutocontrast(p=0.5)`` on a PIL image (``ImageOps.autocontrast``: a
+    table per channel, its values truncated). Takes 1 or 3 channels."""
+
+    p: float = 0.5
+    name: ClassVar[str] = "random_autocontrast"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _set(self, "p", _probability("RandomAutocontrast", self.p))
+
+
+@dataclass(frozen=True)
+class RandomEqualize(PilOp):
+    """Each channel's histogram equalized on a drawn fraction ``p`` of the items,
+    as torchvision's ``RandomEqualize(p=0.5)`` on a PIL image
+    (``ImageOps.equalize``, in integers). Takes 1 or 3 channels."""
+
+    p: float = 0.5
+    name: ClassVar[str] = "random_equalize"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _set(self, "p", _probability("RandomEqualize", self.p))
+
+
+APPLY_OPS = (RandomApply, RandomGrayscale, RandomSolarize, RandomPosterize, RandomAutocontrast,
+             RandomEqualize)  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._op_apply import RandomApply, RandomGrayscale, RandomSolarize
+from ._op_apply import APPLY_OPS
 from ._op_base import (
     DEFAULT_MAX_PIXELS,
     ENCODED,
@@ -397,7 +397,7 @@ OPS: dict[str, type[Op]] = {
     for op in (
         Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, RandomCrop, Pad,
         PadTo, HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
-        RandomErasing, ColorJitter, GaussianBlur, RandomApply, RandomGrayscale, RandomSolarize,
+        RandomErasing, ColorJitter, GaussianBlur, *APPLY_OPS,
     )
 }  # fmt: skip
 

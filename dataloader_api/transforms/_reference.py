@@ -29,7 +29,7 @@ from ._ops import (
     RandomVFlip,
     Resize,
 )  # fmt: skip
-from ._point import luma, random_grayscale, random_solarize
+from ._point import luma, random_grayscale, random_lookup
 from ._random import ItemRandom
 
 if TYPE_CHECKING:
@@ -386,7 +386,10 @@ _RUN: dict[str, Callable[..., Any]] = {
     "color_jitter": color_jitter,
     "gaussian_blur": gaussian_blur,
     "random_grayscale": random_grayscale,
-    "random_solarize": random_solarize,
+    "random_solarize": random_lookup,
+    "random_posterize": random_lookup,
+    "random_autocontrast": random_lookup,
+    "random_equalize": random_lookup,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -154,6 +154,16 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
             threshold: get("threshold")?.extract()?,
             p: get("p")?.extract()?,
         }),
+        "random_posterize" => Op::Point(Point::RandomPosterize {
+            bits: get("bits")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
+        "random_autocontrast" => Op::Point(Point::RandomAutocontrast {
+            p: get("p")?.extract()?,
+        }),
+        "random_equalize" => Op::Point(Point::RandomEqualize {
+            p: get("p")?.extract()?,
+        }),
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,
             width: get("width")?.extract()?,
