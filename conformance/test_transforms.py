@@ -63,6 +63,10 @@ geometry = st.one_of(
     st.builds(T.RandomPosterize, st.integers(1, 8), p=st.floats(0, 1)),
     st.builds(T.RandomAutocontrast, st.floats(0, 1)),
     st.builds(T.RandomEqualize, st.floats(0, 1)),
+    st.builds(T.AdjustBrightness, st.floats(0, 3)),
+    st.builds(T.AdjustContrast, st.floats(0, 3)),
+    st.builds(T.AdjustSaturation, st.floats(0, 3)),
+    st.builds(T.AdjustHue, st.floats(-0.5, 0.5)),
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )

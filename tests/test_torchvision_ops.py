@@ -200,3 +200,16 @@ def test_posterize_autocontrast_and_equalize_equal_torchvision_on_pil(channels):
             np.testing.assert_array_equal(got, array(theirs(pil(image))), err_msg=repr(ours))
     assert T.RandomPosterize(2).p == v2.RandomPosterize(2).p
     assert T.RandomAutocontrast().p == v2.RandomAutocontrast().p == T.RandomEqualize().p
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_the_adjustments_equal_torchvisions_adjust_functions_on_pil(channels):
+    functions = [F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue]
+    ops = [T.AdjustBrightness, T.AdjustContrast, T.AdjustSaturation, T.AdjustHue]
+    rng = np.random.default_rng(12)
+    for _ in range(40):
+        image = rng.integers(0, 256, (int(rng.integers(1, 30)), 19, channels), np.uint8)
+        for op, function in zip(ops, functions, strict=True):
+            factor = float(rng.uniform(-0.5, 0.5) if op is T.AdjustHue else rng.uniform(0, 3))
+            got = T.Compose([op(factor)])(image)
+            np.testing.assert_array_equal(got, array(function(pil(image), factor)), f"{op}")

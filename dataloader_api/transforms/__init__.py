@@ -25,7 +25,7 @@ from ._op_apply import (
     RandomSolarize,
 )
 from ._op_blur import GaussianBlur
-from ._op_color import ColorJitter
+from ._op_color import AdjustBrightness, AdjustContrast, AdjustHue, AdjustSaturation, ColorJitter
 from ._op_erasing import RandomErasing
 from ._ops import (
     INTERPOLATIONS,
@@ -60,6 +60,10 @@ __all__ = [
     "INTERPOLATIONS",
     "PADDING_MODES",
     "TOLERANCES",
+    "AdjustBrightness",
+    "AdjustContrast",
+    "AdjustHue",
+    "AdjustSaturation",
     "BoundPipeline",
     "CenterCrop",
     "ColorJitter",

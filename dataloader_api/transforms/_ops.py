@@ -30,7 +30,7 @@ from ._op_base import (
     _size,
 )
 from ._op_blur import GaussianBlur
-from ._op_color import ColorJitter
+from ._op_color import ADJUST_OPS, ColorJitter
 from ._op_erasing import RandomErasing
 
 __all__ = [
@@ -397,7 +397,7 @@ OPS: dict[str, type[Op]] = {
     for op in (
         Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, RandomCrop, Pad,
         PadTo, HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
-        RandomErasing, ColorJitter, GaussianBlur, *APPLY_OPS,
+        RandomErasing, ColorJitter, GaussianBlur, *APPLY_OPS, *ADJUST_OPS,
     )
 }  # fmt: skip
 

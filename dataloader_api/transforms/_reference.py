@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._blur import gaussian_blur
-from ._color import color_jitter
+from ._color import ADJUSTMENTS, adjust, color_jitter
 from ._decode import decode
 from ._errors import TransformError
 from ._op_erasing import RandomErasing
@@ -384,6 +384,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "random_crop": _random_crop,
     "random_erasing": _random_erasing,
     "color_jitter": color_jitter,
+    **dict.fromkeys(ADJUSTMENTS, adjust),
     "gaussian_blur": gaussian_blur,
     "random_grayscale": random_grayscale,
     "random_solarize": random_lookup,

@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
-use dataloader_imaging::color::Jitter;
+use dataloader_imaging::color::{Adjust, Jitter};
 use dataloader_imaging::erasing::ErasingValue;
 use dataloader_imaging::pipeline::Size;
 use dataloader_imaging::point::Point;
@@ -164,6 +164,13 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
         "random_equalize" => Op::Point(Point::RandomEqualize {
             p: get("p")?.extract()?,
         }),
+        "adjust_brightness" | "adjust_contrast" | "adjust_saturation" | "adjust_hue" => {
+            let steps = ["brightness", "contrast", "saturation", "hue"];
+            Op::Adjust(Adjust {
+                step: steps.iter().position(|s| name.ends_with(s)).unwrap_or(0),
+                factor: get("factor")?.extract()?,
+            })
+        }
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,
             width: get("width")?.extract()?,

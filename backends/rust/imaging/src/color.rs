@@ -44,24 +44,51 @@ pub fn color_jitter(
     ];
     let factors = ranges.map(|r| r.map(|(low, high)| random.uniform_between(low, high)));
     for step in order {
-        let Some(factor) = factors[step] else {
-            continue;
-        };
-        v = match step {
-            0 => blend(&vec![0; v.len()], &v, factor as f32),
-            1 => {
-                let mean = mean_luma(&v, c);
-                blend(&vec![mean; v.len()], &v, factor as f32)
-            }
-            2 if c == 3 => blend(&gray_as_rgb(&v), &v, factor as f32),
-            3 if c == 3 => shift_hue(v, factor),
-            _ => v, // saturation and hue leave a gray image as it is
-        };
+        if let Some(factor) = factors[step] {
+            v = enhance(v, c, step, factor);
+        }
     }
     Ok(Image {
         pixels: Pixels::U8(v),
         ..image
     })
+}
+
+/// One adjustment with a fixed factor (`AdjustBrightness` ... `AdjustHue`):
+/// `step` is its place in ColorJitter's (brightness 0, contrast 1, saturation
+/// 2, hue 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Adjust {
+    pub step: usize,
+    pub factor: f64,
+}
+
+pub fn adjust(image: Image, adjust: Adjust) -> Result<Image, Fallback> {
+    let c = image.channels;
+    let Pixels::U8(v) = image.pixels else {
+        return Err(Fallback("an adjustment on a float32 image".into()));
+    };
+    if c != 1 && c != 3 {
+        return Err(Fallback("an adjustment on 2 or 4 channels".into()));
+    }
+    Ok(Image {
+        pixels: Pixels::U8(enhance(v, c, adjust.step, adjust.factor)),
+        ..image
+    })
+}
+
+/// `ImageEnhance`'s brightness, contrast, saturation, or the hue shift.
+fn enhance(v: Vec<u8>, c: usize, step: usize, factor: f64) -> Vec<u8> {
+    match step {
+        0 => blend(&vec![0; v.len()], &v, factor as f32),
+        1 => {
+            let mean = mean_luma(&v, c);
+            blend(&vec![mean; v.len()], &v, factor as f32)
+        }
+        2 if c == 3 => blend(&gray_as_rgb(&v), &v, factor as f32),
+        3 if c == 3 => shift_hue(v, factor),
+        _ => v, // saturation and hue leave a gray image as it is
+    }
 }
 
 /// Pillow's `ImagingBlend(degenerate, image, alpha)`.

@@ -1,7 +1,7 @@
 //! A pipeline as the native side holds it, and its run on one item.
 
 use crate::blur;
-use crate::color::{self, Jitter};
+use crate::color::{self, Adjust, Jitter};
 use crate::erasing::{self, ErasingValue};
 use crate::ops;
 use crate::point::{self, Point};
@@ -61,6 +61,7 @@ pub enum Op {
         value: f64,
     },
     ColorJitter(Jitter),
+    Adjust(Adjust),
     /// `ops` in order when the item's draw is below `p` (torchvision's RandomApply)
     RandomApply {
         p: f64,
@@ -158,6 +159,7 @@ impl Pipeline {
             | Op::RandomHFlip { .. }
             | Op::RandomVFlip { .. } => true,
             Op::Decode { .. }
+            | Op::Adjust(_)
             | Op::ToRgb
             | Op::ToGray
             | Op::Crop { .. }
@@ -377,6 +379,7 @@ impl Pipeline {
                 .try_fold(image, |image, op| self.apply(op, image, random))?,
             Op::RandomApply { .. } => image,
             Op::Point(ref op) => point::apply(op, image, random)?,
+            Op::Adjust(adjust) => color::adjust(image, adjust)?,
             Op::GaussianBlur { kernel_size, sigma } => {
                 blur::gaussian_blur(image, random, kernel_size, sigma)?
             }
