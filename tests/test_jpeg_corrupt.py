@@ -35,9 +35,10 @@ def photo(height: int, width: int, seed: int) -> np.ndarray:
 
 
 def corrupt_set() -> list[bytes]:
-    """40 JPEGs (baseline and progressive) with 1 to 5 bits flipped in their scans."""
+    """40 JPEGs (baseline and progressive) with 1 to 5 bits flipped in their scans,
+    then 10 cut short in their scans (half of them given an end marker again)."""
     files = []
-    for seed in range(40):
+    for seed in range(50):
         rng = np.random.default_rng(1000 + seed)
         buffer = io.BytesIO()
         Image.fromarray(photo(48 + seed, 64, seed)).save(
@@ -45,7 +46,9 @@ def corrupt_set() -> list[bytes]:
         )
         data = bytearray(buffer.getvalue())
         start, end = data.index(b"\xff\xda") + 20, len(data) - 2
-        for _ in range(1 + seed % 5):
+        if seed >= 40:
+            data = data[: int(rng.integers(start, end))] + (b"\xff\xd9" if seed % 2 else b"")
+        for _ in range(1 + seed % 5 if seed < 40 else 0):
             data[int(rng.integers(start, end))] ^= 1 << int(rng.integers(0, 8))
         files.append(bytes(data))
     return files
