@@ -63,6 +63,7 @@ geometry = st.one_of(
     st.builds(T.RandomPosterize, st.integers(1, 8), p=st.floats(0, 1)),
     st.builds(T.RandomAutocontrast, st.floats(0, 1)),
     st.builds(T.RandomEqualize, st.floats(0, 1)),
+    st.builds(T.RandomAdjustSharpness, st.floats(0, 3), p=st.floats(0, 1)),
     st.builds(T.AdjustBrightness, st.floats(0, 3)),
     st.builds(T.AdjustContrast, st.floats(0, 3)),
     st.builds(T.AdjustSaturation, st.floats(0, 3)),

@@ -184,7 +184,7 @@ def test_simclrs_blur_under_random_apply_is_torchvisions_within_one():
 
 
 @pytest.mark.parametrize("channels", [1, 3])
-def test_posterize_autocontrast_and_equalize_equal_torchvision_on_pil(channels):
+def test_posterize_autocontrast_equalize_and_sharpness_equal_torchvision_on_pil(channels):
     rng = np.random.default_rng(11)
     for index in range(60):
         shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)), channels)
@@ -195,6 +195,7 @@ def test_posterize_autocontrast_and_equalize_equal_torchvision_on_pil(channels):
             (T.RandomPosterize(bits, p=1.0), v2.RandomPosterize(bits, p=1.0)),
             (T.RandomAutocontrast(p=1.0), v2.RandomAutocontrast(p=1.0)),
             (T.RandomEqualize(p=1.0), v2.RandomEqualize(p=1.0)),
+            (T.RandomAdjustSharpness(bits / 3, 1.0), v2.RandomAdjustSharpness(bits / 3, 1.0)),
         ]:
             got = T.Compose([ours])(image, index=index)
             np.testing.assert_array_equal(got, array(theirs(pil(image))), err_msg=repr(ours))

@@ -16,7 +16,7 @@ from dataloader_api import DataLoader
 from dataloader_api import transforms as T
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow: pip install 'dataloader-api[images]'")
-from PIL import ImageOps  # noqa: E402
+from PIL import ImageEnhance, ImageOps  # noqa: E402
 
 BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]
 
@@ -59,6 +59,7 @@ def test_torchvisions_defaults_and_bad_arguments_named_with_their_value():
         (lambda: T.RandomPosterize(4, p=9), ValueError, "RandomPosterize: " + probability + "9"),
         (lambda: T.RandomAutocontrast(2), ValueError, "RandomAutocontrast: " + probability + "2"),
         (lambda: T.RandomEqualize(None), ValueError, "RandomEqualize: p " + finite + "p=None"),
+        (lambda: T.RandomAdjustSharpness(-1), ValueError, "sharpness_factor should be a number >= 0, but got sharpness_factor=-1"),  # noqa: E501
     ]:  # fmt: skip
         with pytest.raises(error) as raised:
             build()
@@ -129,6 +130,10 @@ def test_the_table_ops_are_imageops_on_the_items_they_draw(channels):
             (T.RandomPosterize(bits, 0.5), ImageOps.posterize(pil(image), bits)),
             (T.RandomAutocontrast(0.5), ImageOps.autocontrast(pil(image))),
             (T.RandomEqualize(0.5), ImageOps.equalize(pil(image))),
+            (
+                T.RandomAdjustSharpness(bits / 2, 0.5),
+                ImageEnhance.Sharpness(pil(image)).enhance(bits / 2),
+            ),
         ]:
             applies = T.ItemRandom(2, index).uniform() < 0.5
             got = T.Compose([op])(image, index=index, epoch_seed=2)
@@ -152,6 +157,7 @@ def pipelines() -> list[T.Compose]:
         T.Compose([T.RandomGrayscale(0.5), T.RandomSolarize(128)], on=0),
         T.Compose([T.RandomApply([jitter], p=0.8), T.RandomGrayscale(0.2),
                    T.RandomApply([T.GaussianBlur(3)], p=0.5), T.RandomSolarize(170.5, 0.2)], on=0),
+        T.Compose([T.RandomAdjustSharpness(0.3), T.RandomAdjustSharpness(2.5, 0.7)], on=0),
         T.Compose([T.RandomPosterize(3), T.RandomAutocontrast(), T.RandomEqualize(),
                    T.RandomApply([T.RandomPosterize(1, 1), T.RandomEqualize(1)], 0.3)], on=0),
         T.Compose([T.RandomApply([T.RandomHFlip(), T.RandomApply([T.RandomSolarize(0, 1)], 0.5)]),
@@ -161,7 +167,7 @@ def pipelines() -> list[T.Compose]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("which", range(4))
+@pytest.mark.parametrize("which", range(5))
 def test_every_backend_gives_the_references_pixels(backend, which):
     pipeline = pipelines()[which]
     items = [(noise(9 + i, 20 - i, [1, 3][i % 2], seed=i), i) for i in range(10)]
@@ -174,7 +180,7 @@ def test_every_backend_gives_the_references_pixels(backend, which):
 
 
 @pytest.mark.skipif("rust" not in BACKENDS, reason="the rust backend is not installed")
-@pytest.mark.parametrize("which", range(4))
+@pytest.mark.parametrize("which", range(5))
 def test_the_native_pipeline_is_the_references_over_many_seeds_and_sizes(which):
     from dataloader_rust import _native
 

@@ -17,6 +17,7 @@ backend and worker count.
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
 from ._op_apply import (
+    RandomAdjustSharpness,
     RandomApply,
     RandomAutocontrast,
     RandomEqualize,
@@ -79,6 +80,7 @@ __all__ = [
     "Op",
     "Pad",
     "PadTo",
+    "RandomAdjustSharpness",
     "RandomApply",
     "RandomAutocontrast",
     "RandomCrop",

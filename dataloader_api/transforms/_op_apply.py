@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from ._op_base import Kind, Op, PilOp, _is_int, _number, _set
 
 __all__ = [
+    "RandomAdjustSharpness",
     "RandomApply",
     "RandomAutocontrast",
     "RandomEqualize",
@@ -162,5 +163,29 @@ class RandomEqualize(PilOp):
         _set(self, "p", _probability("RandomEqualize", self.p))
 
 
+@dataclass(frozen=True)
+class RandomAdjustSharpness(PilOp):
+    """PIL's ``ImageEnhance.Sharpness(image).enhance(sharpness_factor)`` on a drawn
+    fraction ``p`` of the items, as torchvision's ``RandomAdjustSharpness
+    (sharpness_factor, p=0.5)`` on a PIL image: a blend with the image smoothed
+    by PIL's 3x3 ``SMOOTH`` kernel (its edge pixels kept), 0 smooth, 1 the
+    image, 2 sharper; ``sharpness_factor`` >= 0. Takes 1 or 3 channels."""
+
+    sharpness_factor: float
+    p: float = 0.5
+    name: ClassVar[str] = "random_adjust_sharpness"
+    random: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        factor = _number("RandomAdjustSharpness", "sharpness_factor", self.sharpness_factor)
+        if factor < 0:
+            raise ValueError(
+                "RandomAdjustSharpness: sharpness_factor should be a number >= 0, but got "
+                f"sharpness_factor={self.sharpness_factor!r}"
+            )
+        _set(self, "sharpness_factor", factor)
+        _set(self, "p", _probability("RandomAdjustSharpness", self.p))
+
+
 APPLY_OPS = (RandomApply, RandomGrayscale, RandomSolarize, RandomPosterize, RandomAutocontrast,
-             RandomEqualize)  # fmt: skip
+             RandomEqualize, RandomAdjustSharpness)  # fmt: skip

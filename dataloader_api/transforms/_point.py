@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TransformError
-from ._op_apply import RandomGrayscale
+from ._op_apply import RandomAdjustSharpness, RandomGrayscale
 from ._op_base import Op
 from ._random import ItemRandom
 
@@ -20,7 +20,7 @@ else:
 
     np = LazyModule("numpy", globals(), "np")
 
-__all__ = ["luma", "random_grayscale", "random_lookup"]
+__all__ = ["luma", "random_grayscale", "random_lookup", "random_sharpness"]
 
 
 def luma(rgb: Any) -> Any:
@@ -46,6 +46,19 @@ def random_grayscale(op: RandomGrayscale, image: Any, random: ItemRandom, index:
     if random.uniform() >= op.p or channels == 1:
         return image
     return np.repeat(luma(image), 3, axis=2)
+
+
+def random_sharpness(op: RandomAdjustSharpness, image: Any, random: ItemRandom, index: Any) -> Any:
+    """Pillow's own ``ImageEnhance.Sharpness`` (the native port follows its
+    ``SMOOTH`` filter and ``blend`` in float32)."""
+    channels = _one_or_three(op, image, index)
+    if random.uniform() >= op.p:
+        return image
+    from PIL import Image, ImageEnhance
+
+    picture = Image.fromarray(np.ascontiguousarray(image[:, :, 0] if channels == 1 else image))
+    out = np.asarray(ImageEnhance.Sharpness(picture).enhance(op.sharpness_factor))
+    return out[:, :, None] if out.ndim == 2 else out
 
 
 def random_lookup(op: Op, image: Any, random: ItemRandom, index: Any) -> Any:

@@ -29,7 +29,7 @@ from ._ops import (
     RandomVFlip,
     Resize,
 )  # fmt: skip
-from ._point import luma, random_grayscale, random_lookup
+from ._point import luma, random_grayscale, random_lookup, random_sharpness
 from ._random import ItemRandom
 
 if TYPE_CHECKING:
@@ -391,6 +391,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "random_posterize": random_lookup,
     "random_autocontrast": random_lookup,
     "random_equalize": random_lookup,
+    "random_adjust_sharpness": random_sharpness,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -161,6 +161,10 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
         "random_autocontrast" => Op::Point(Point::RandomAutocontrast {
             p: get("p")?.extract()?,
         }),
+        "random_adjust_sharpness" => Op::Point(Point::RandomAdjustSharpness {
+            factor: get("sharpness_factor")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
         "random_equalize" => Op::Point(Point::RandomEqualize {
             p: get("p")?.extract()?,
         }),

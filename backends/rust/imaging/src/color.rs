@@ -92,7 +92,7 @@ fn enhance(v: Vec<u8>, c: usize, step: usize, factor: f64) -> Vec<u8> {
 }
 
 /// Pillow's `ImagingBlend(degenerate, image, alpha)`.
-fn blend(degenerate: &[u8], image: &[u8], alpha: f32) -> Vec<u8> {
+pub(crate) fn blend(degenerate: &[u8], image: &[u8], alpha: f32) -> Vec<u8> {
     if alpha == 0.0 {
         return degenerate.to_vec();
     }
@@ -254,4 +254,31 @@ fn hsv_to_rgb(tables: &Tables, h: u8, s: u8, v: u8) -> [u8; 3] {
     let values = [v, p, q, t];
     let [a, b, c] = ORDER[(sector % 6) as usize];
     [values[a], values[b], values[c]]
+}
+
+/// Pillow's `ImageEnhance.Sharpness(image).enhance(factor)`: `blend` with the
+/// image through the 3x3 `SMOOTH` kernel (`ImagingFilter3x3`: 1/13 around, 5/13
+/// in the middle as `f32`, each row's three taps summed in order onto 0.5,
+/// truncated, the border pixels kept; an image under 3x3 kept whole).
+pub fn sharpen(v: &[u8], height: usize, width: usize, c: usize, factor: f64) -> Vec<u8> {
+    let mut smooth = v.to_vec();
+    if height >= 3 && width >= 3 {
+        let (side, middle) = ((1.0f64 / 13.0) as f32, (5.0f64 / 13.0) as f32);
+        let at = |y: usize, x: usize, ch: usize| v[(y * width + x) * c + ch] as f32;
+        for y in 1..height - 1 {
+            for x in 1..width - 1 {
+                for ch in 0..c {
+                    let row = |y: usize, k: f32| {
+                        at(y, x - 1, ch) * side + at(y, x, ch) * k + at(y, x + 1, ch) * side
+                    };
+                    let mut sum = 0.5f32;
+                    sum += row(y + 1, side);
+                    sum += row(y, middle);
+                    sum += row(y - 1, side);
+                    smooth[(y * width + x) * c + ch] = sum.clamp(0.0, 255.0) as u8;
+                }
+            }
+        }
+    }
+    blend(&smooth, v, factor as f32)
 }

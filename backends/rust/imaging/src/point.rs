@@ -3,6 +3,7 @@
 //! one uniform number per item, the op applied when it is below `p`; all but
 //! the grayscale are a table per channel, as PIL's `ImageOps` makes it.
 
+use crate::color;
 use crate::ops;
 use crate::random::ItemRandom;
 use crate::{Fallback, Image, Pixels};
@@ -19,6 +20,8 @@ pub enum Point {
     RandomAutocontrast { p: f64 },
     /// each channel's histogram equalized (`ImageOps.equalize`)
     RandomEqualize { p: f64 },
+    /// a blend with the smoothed image (`ImageEnhance.Sharpness`)
+    RandomAdjustSharpness { factor: f64, p: f64 },
 }
 
 impl Point {
@@ -28,7 +31,8 @@ impl Point {
             | Point::RandomSolarize { p, .. }
             | Point::RandomPosterize { p, .. }
             | Point::RandomAutocontrast { p }
-            | Point::RandomEqualize { p } => p,
+            | Point::RandomEqualize { p }
+            | Point::RandomAdjustSharpness { p, .. } => p,
         }
     }
 
@@ -36,7 +40,7 @@ impl Point {
     fn table(&self, h: &[u64; 256]) -> [u8; 256] {
         let identity = std::array::from_fn(|i| i as u8);
         match *self {
-            Point::RandomGrayscale { .. } => identity,
+            Point::RandomGrayscale { .. } | Point::RandomAdjustSharpness { .. } => identity,
             Point::RandomSolarize { threshold, .. } => std::array::from_fn(|i| {
                 if (i as f64) < threshold {
                     i as u8
@@ -89,6 +93,14 @@ pub fn apply(point: &Point, image: Image, random: &mut ItemRandom) -> Result<Ima
     }
     if random.uniform() >= point.p() {
         return Ok(image);
+    }
+    if let Point::RandomAdjustSharpness { factor, .. } = *point {
+        let (h, w, c) = (image.height, image.width, image.channels);
+        let Pixels::U8(ref v) = image.pixels else {
+            unreachable!("checked above")
+        };
+        let pixels = Pixels::U8(color::sharpen(v, h, w, c, factor));
+        return Ok(Image { pixels, ..image });
     }
     if let Point::RandomGrayscale { .. } = point {
         if image.channels == 1 {
