@@ -113,7 +113,11 @@ def tests(session: nox.Session) -> None:
     $DATALOADER_BACKEND's when it is set."""
     install_suite(session)
     session.run("python", "-c", "import dataloader_api as d; print('backends:', d.backends())")
-    session.run("pytest", "-q", *PARALLEL, "tests", *session.posargs, env=s3_server_env(session))
+    # The rust wheel's build must have the SIMD choice its cache key says (test_registry).
+    simd = {"DATALOADER_EXPECT_JPEG_SIMD": rust_build_env(session)["DATALOADER_EXPECT_JPEG_SIMD"]}
+    session.run(
+        "pytest", "-q", *PARALLEL, "tests", *session.posargs, env={**s3_server_env(session), **simd}
+    )
     chosen = os.environ.get("DATALOADER_BACKEND")
     installed = installed_backends(session)
     for name, tests in (("rust", "backends/rust/tests"), ("cffi", "backends/cffi/tests")):

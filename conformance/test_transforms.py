@@ -58,16 +58,28 @@ geometry = st.one_of(
         st.sampled_from([1, 3, 5, (3, 7), (9, 1)]),
         sigma=st.sampled_from([(0.1, 2.0), 1.0, (0.5, 6.0)]),
     ),
+    st.builds(T.RandomGrayscale, st.floats(0, 1)),
+    st.builds(T.RandomSolarize, st.integers(-1, 256) | st.floats(0, 255), p=st.floats(0, 1)),
+    st.builds(T.RandomPosterize, st.integers(1, 8), p=st.floats(0, 1)),
+    st.builds(T.RandomAutocontrast, st.floats(0, 1)),
+    st.builds(T.RandomEqualize, st.floats(0, 1)),
+    st.builds(T.RandomAdjustSharpness, st.floats(0, 3), p=st.floats(0, 1)),
+    st.builds(T.AdjustBrightness, st.floats(0, 3)),
+    st.builds(T.AdjustContrast, st.floats(0, 3)),
+    st.builds(T.AdjustSaturation, st.floats(0, 3)),
+    st.builds(T.AdjustHue, st.floats(-0.5, 0.5)),
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )
+# Ops over ops: RandomApply of ops that keep the image's kind (geometry's all do).
+applied = st.builds(T.RandomApply, st.lists(geometry, min_size=1, max_size=3), p=st.floats(0, 1))
 
 
 @st.composite
 def pipelines(draw):
     encoded = draw(st.sampled_from([None, "PNG", "JPEG"]))
     ops = [T.Decode()] if encoded else []
-    ops += draw(st.lists(geometry, max_size=4))
+    ops += draw(st.lists(geometry | applied, max_size=4))
     if draw(st.booleans()):
         ops.append(T.ToFloat())
         if draw(st.booleans()):
@@ -85,11 +97,17 @@ def pipelines(draw):
     return T.Compose(ops, on=0), encoded
 
 
+def flat(ops):
+    """The ops in the order they may run, RandomApply's in its place."""
+    for op in ops:
+        yield from flat(op.transforms) if isinstance(op, T.RandomApply) else [op]
+
+
 def tolerance(pipeline: T.Compose) -> float:
     """What a native backend may differ by, carried through the ops after the first
     approximate one (a u8 step becomes 1/255 after ToFloat, divided by std)."""
     atol = 0.0
-    for op in pipeline.ops:
+    for op in flat(pipeline.ops):
         allowed = T.TOLERANCES.get(op.name, 0)
         if op.name == "to_float":
             atol /= 255

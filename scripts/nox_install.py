@@ -70,7 +70,13 @@ def rust_build_env(session: nox.Session) -> dict[str, str]:
     """What pip's build of the rust backend gets: NASM on PATH, for libjpeg-turbo's
     SIMD kernels (the crate's default ``simd`` feature), when NASM is found or can
     be unpacked from the machine's Debian mirror (scripts/provision-nasm.sh);
-    else nothing, and the build warns that JPEG decoding runs in plain C."""
+    else none, and the build warns that JPEG decoding runs in plain C.
+
+    Each choice builds in a cargo target folder of its own: mozjpeg-sys looks for
+    NASM only when its build script runs, and cargo does not rerun it when PATH
+    changes, so a plain-C libjpeg-turbo left in a shared target folder would be
+    linked into a build that found NASM. ``DATALOADER_EXPECT_JPEG_SIMD`` (1 or 0)
+    keys the wheel cache on the choice and tells the tests what the build must be."""
     if not _NASM:
         try:
             found = session.run("bash", str(NASM), external=True, silent=True)
@@ -78,9 +84,14 @@ def rust_build_env(session: nox.Session) -> dict[str, str]:
         except CommandFailed:
             session.log("no NASM: the rust backend's JPEG decoding is built without SIMD")
             _NASM.append("")
-    if not _NASM[0]:
-        return {}
-    return {"PATH": f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}"}
+    simd = bool(_NASM[0])
+    env = {
+        "DATALOADER_EXPECT_JPEG_SIMD": str(int(simd)),
+        "CARGO_TARGET_DIR": str(RUST / "target" / ("nox-simd" if simd else "nox-plain-c")),
+    }
+    if simd:
+        env["PATH"] = f"{_NASM[0]}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
 
 
 def install_project(session: nox.Session, *extra: str) -> None:
@@ -97,7 +108,10 @@ def install_project(session: nox.Session, *extra: str) -> None:
 
 
 def _source_digest(folder: Path, build_env: dict[str, str]) -> str:
-    digest = hashlib.sha256(build_env.get("MATURIN_PEP517_ARGS", "").encode())
+    # The build's choices are part of the key: the same source with and without
+    # NASM's SIMD kernels are two wheels.
+    choices = [build_env.get(k, "") for k in ("MATURIN_PEP517_ARGS", "DATALOADER_EXPECT_JPEG_SIMD")]
+    digest = hashlib.sha256("\0".join(choices).encode())
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
         if path.is_dir() or _NOT_SOURCE & set(parts) or parts[0].endswith(".egg-info"):

@@ -88,6 +88,12 @@ def test_details_say_what_each_build_is(monkeypatch):
         jpeg = details["rust"]["jpeg_decoding"]
         assert ("with its SIMD kernels" in jpeg) == _native.JPEG_SIMD, jpeg
         assert _native.JPEG_SIMD or "NASM" in jpeg
+        # The nox sessions say what their build found (scripts/nox_install.py): a
+        # wheel cached or a libjpeg-turbo built without NASM is caught here.
+        expected = os.environ.get("DATALOADER_EXPECT_JPEG_SIMD")
+        if expected is not None:
+            built_with_simd = _native.JPEG_SIMD
+            assert built_with_simd == (expected == "1"), f"{jpeg}; expected SIMD={expected}"
     broken = importlib.metadata.EntryPoint("fake", "builtins:dict", registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(registry, "_entry_points", lambda rescan=False: {"fake": broken})
     assert backends(details=True)["fake"]["error"].startswith("TypeError: backend 'fake'")

@@ -129,3 +129,88 @@ def test_gaussian_blur_is_torchvisions_within_one(channels):
         differing += int((got != expected).sum())
         total += got.size
     assert differing <= total // 1000
+
+
+def test_the_apply_ops_take_torchvisions_defaults_and_refuse_its_bad_p():
+    assert T.RandomGrayscale().p == v2.RandomGrayscale().p
+    assert T.RandomSolarize(128).p == v2.RandomSolarize(128).p
+    assert T.RandomApply([T.HFlip()]).p == v2.RandomApply([v2.RandomHorizontalFlip(1)]).p
+    for p in (-0.5, 1.5):
+        with pytest.raises(ValueError):
+            v2.RandomGrayscale(p)
+        with pytest.raises(ValueError, match=f"p should be a number from 0 to 1, but got p={p}"):
+            T.RandomGrayscale(p)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_grayscale_solarize_and_random_apply_equal_torchvision_on_pil(channels):
+    """Whether an item draws its op is ours (ItemRandom, below p); what the op
+    then does is torchvision's: p=1 there and here, over many seeds and sizes."""
+    rng = np.random.default_rng(9)
+    for index in range(60):
+        shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)), channels)
+        image = rng.integers(0, 256, shape, np.uint8)
+        threshold = float(rng.choice([-1, 0, 1, 64, 127.5, 128, 200, 255, 300]))
+        for ours, theirs in [
+            (T.RandomGrayscale(1.0), v2.RandomGrayscale(1.0)),
+            (T.RandomSolarize(threshold, p=1.0), v2.RandomSolarize(threshold, p=1.0)),
+            (T.RandomApply([T.RandomSolarize(threshold, 1.0), T.HFlip()], p=1.0),
+             v2.RandomApply([v2.RandomSolarize(threshold, 1.0), v2.RandomHorizontalFlip(1)], 1.0)),
+        ]:  # fmt: skip
+            got = T.Compose([ours])(image, index=index, epoch_seed=int(rng.integers(0, 2**32)))
+            np.testing.assert_array_equal(got, array(theirs(pil(image))), err_msg=repr(ours))
+        for ours in (T.RandomGrayscale(0.0), T.RandomApply([T.HFlip()], p=0.0)):
+            np.testing.assert_array_equal(T.Compose([ours])(image, index=index), image)
+
+
+def test_simclrs_blur_under_random_apply_is_torchvisions_within_one():
+    """``RandomApply([GaussianBlur(k)], p)``: applied or not as the item draws,
+    the blur within 1 of torchvision's (the 2-D kernel's summing order)."""
+    rng = np.random.default_rng(10)
+    op = T.RandomApply([T.GaussianBlur(5, (0.1, 2.0))], p=0.5)
+    applied = 0
+    for index in range(40):
+        image = rng.integers(0, 256, (int(rng.integers(6, 40)), 23, 3), np.uint8)
+        random = T.ItemRandom(12, index)
+        if random.uniform() < 0.5:
+            sigma = blur_sigma(op.transforms[0], random)
+            expected = array(F.gaussian_blur(pil(image), [5, 5], [sigma, sigma]))
+            applied += 1
+        else:
+            expected = image
+        got = T.Compose([op])(image, index=index, epoch_seed=12)
+        assert np.abs(got.astype(int) - expected).max() <= 1
+    assert 10 <= applied <= 30
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_posterize_autocontrast_equalize_and_sharpness_equal_torchvision_on_pil(channels):
+    rng = np.random.default_rng(11)
+    for index in range(60):
+        shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)), channels)
+        low, high = sorted(int(v) for v in rng.integers(0, 256, 2))
+        image = rng.integers(low, high + 1, shape).astype(np.uint8)
+        bits = int(rng.integers(1, 9))
+        for ours, theirs in [
+            (T.RandomPosterize(bits, p=1.0), v2.RandomPosterize(bits, p=1.0)),
+            (T.RandomAutocontrast(p=1.0), v2.RandomAutocontrast(p=1.0)),
+            (T.RandomEqualize(p=1.0), v2.RandomEqualize(p=1.0)),
+            (T.RandomAdjustSharpness(bits / 3, 1.0), v2.RandomAdjustSharpness(bits / 3, 1.0)),
+        ]:
+            got = T.Compose([ours])(image, index=index)
+            np.testing.assert_array_equal(got, array(theirs(pil(image))), err_msg=repr(ours))
+    assert T.RandomPosterize(2).p == v2.RandomPosterize(2).p
+    assert T.RandomAutocontrast().p == v2.RandomAutocontrast().p == T.RandomEqualize().p
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_the_adjustments_equal_torchvisions_adjust_functions_on_pil(channels):
+    functions = [F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue]
+    ops = [T.AdjustBrightness, T.AdjustContrast, T.AdjustSaturation, T.AdjustHue]
+    rng = np.random.default_rng(12)
+    for _ in range(40):
+        image = rng.integers(0, 256, (int(rng.integers(1, 30)), 19, channels), np.uint8)
+        for op, function in zip(ops, functions, strict=True):
+            factor = float(rng.uniform(-0.5, 0.5) if op is T.AdjustHue else rng.uniform(0, 3))
+            got = T.Compose([op(factor)])(image)
+            np.testing.assert_array_equal(got, array(function(pil(image), factor)), f"{op}")

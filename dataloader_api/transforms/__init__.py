@@ -16,8 +16,17 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
+from ._op_apply import (
+    RandomAdjustSharpness,
+    RandomApply,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomPosterize,
+    RandomSolarize,
+)
 from ._op_blur import GaussianBlur
-from ._op_color import ColorJitter
+from ._op_color import AdjustBrightness, AdjustContrast, AdjustHue, AdjustSaturation, ColorJitter
 from ._op_erasing import RandomErasing
 from ._ops import (
     INTERPOLATIONS,
@@ -52,6 +61,10 @@ __all__ = [
     "INTERPOLATIONS",
     "PADDING_MODES",
     "TOLERANCES",
+    "AdjustBrightness",
+    "AdjustContrast",
+    "AdjustHue",
+    "AdjustSaturation",
     "BoundPipeline",
     "CenterCrop",
     "ColorJitter",
@@ -67,10 +80,17 @@ __all__ = [
     "Op",
     "Pad",
     "PadTo",
+    "RandomAdjustSharpness",
+    "RandomApply",
+    "RandomAutocontrast",
     "RandomCrop",
+    "RandomEqualize",
     "RandomErasing",
+    "RandomGrayscale",
     "RandomHFlip",
+    "RandomPosterize",
     "RandomResizedCrop",
+    "RandomSolarize",
     "RandomVFlip",
     "Resize",
     "Rotate90",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TransformError
+from ._op_base import Op
 from ._op_color import ColorJitter
 from ._random import ItemRandom
 
@@ -17,7 +18,7 @@ else:
 
     np = LazyModule("numpy", globals(), "np")
 
-__all__ = ["color_jitter", "jitter_params"]
+__all__ = ["ADJUSTMENTS", "adjust", "color_jitter", "jitter_params"]
 
 BRIGHTNESS, CONTRAST, SATURATION, HUE = range(4)
 
@@ -35,6 +36,21 @@ def jitter_params(op: ColorJitter, random: ItemRandom) -> tuple[list[int], list[
 
 
 def color_jitter(op: ColorJitter, image: Any, random: ItemRandom, index: Any) -> Any:
+    order, factors = jitter_params(op, random)
+    steps = [(step, factors[step]) for step in order if factors[step] is not None]
+    return _enhance(op, image, steps, index)  # type: ignore[arg-type]
+
+
+def adjust(op: Op, image: Any, random: ItemRandom | None, index: Any) -> Any:
+    """One of the adjustments with the op's factor (``AdjustBrightness`` ...)."""
+    step = ADJUSTMENTS.index(op.name)
+    return _enhance(op, image, [(step, op.factor)], index)  # type: ignore[attr-defined]
+
+
+ADJUSTMENTS = ("adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue")
+
+
+def _enhance(op: Op, image: Any, steps: list[tuple[int, float]], index: Any) -> Any:
     channels = image.shape[2]
     if channels not in (1, 3):
         raise TransformError(
@@ -44,7 +60,6 @@ def color_jitter(op: ColorJitter, image: Any, random: ItemRandom, index: Any) ->
         )
     from PIL import Image, ImageEnhance
 
-    order, factors = jitter_params(op, random)
     pixels = np.ascontiguousarray(image[:, :, 0] if channels == 1 else image)
     picture = Image.fromarray(pixels, "L" if channels == 1 else "RGB")
     enhancers = {
@@ -52,10 +67,7 @@ def color_jitter(op: ColorJitter, image: Any, random: ItemRandom, index: Any) ->
         CONTRAST: ImageEnhance.Contrast,
         SATURATION: ImageEnhance.Color,
     }
-    for step in order:
-        factor = factors[step]
-        if factor is None:
-            continue
+    for step, factor in steps:
         if step == HUE:
             picture = _shift_hue(picture, factor)
         else:

@@ -1,15 +1,18 @@
 """``ColorJitter``: torchvision's, on PIL's arithmetic (``ImageEnhance`` for
-brightness, contrast and saturation; the HSV round trip for hue)."""
+brightness, contrast and saturation; the HSV round trip for hue), and each of
+its adjustments with a fixed factor as an op of its own (the policies'
+``adjust_brightness`` ... ``adjust_hue``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ._op_base import PilOp, _number, _set
 
-__all__ = ["ColorJitter"]
+__all__ = ["AdjustBrightness", "AdjustContrast", "AdjustHue", "AdjustSaturation", "ColorJitter"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +79,52 @@ def _hue_range(value: Any) -> tuple[float, float] | None:
             f"ColorJitter: hue should give -0.5 <= low <= high <= 0.5, but got hue={value!r}"
         )
     return None if low == high == 0.0 else (low, high)
+
+
+@dataclass(frozen=True)
+class _Adjust(PilOp):
+    """One adjustment of ``ColorJitter`` by ``factor``, as torchvision's
+    ``adjust_*`` on a PIL image; a ``uint8`` image of 1 or 3 channels."""
+
+    factor: float
+    low: ClassVar[float] = 0.0
+    high: ClassVar[float] = math.inf
+
+    def __post_init__(self) -> None:
+        factor = _number(type(self).__name__, "factor", self.factor)
+        if not self.low <= factor <= self.high:
+            allowed = "a number >= 0" if self.high == math.inf else "a number from -0.5 to 0.5"
+            raise ValueError(
+                f"{type(self).__name__}: factor should be {allowed}, but got factor={self.factor!r}"
+            )
+        _set(self, "factor", factor)
+
+
+class AdjustBrightness(_Adjust):
+    """torchvision's ``adjust_brightness(image, factor)``: 0 black, 1 the image."""
+
+    name: ClassVar[str] = "adjust_brightness"
+
+
+class AdjustContrast(_Adjust):
+    """torchvision's ``adjust_contrast(image, factor)``: 0 the mean gray, 1 the image."""
+
+    name: ClassVar[str] = "adjust_contrast"
+
+
+class AdjustSaturation(_Adjust):
+    """torchvision's ``adjust_saturation(image, factor)``: 0 gray, 1 the image."""
+
+    name: ClassVar[str] = "adjust_saturation"
+
+
+class AdjustHue(_Adjust):
+    """torchvision's ``adjust_hue(image, factor)``: the hue turned by ``factor``
+    (from -0.5 to 0.5) of a full turn; a gray image is left as it is."""
+
+    name: ClassVar[str] = "adjust_hue"
+    low: ClassVar[float] = -0.5
+    high: ClassVar[float] = 0.5
+
+
+ADJUST_OPS = (AdjustBrightness, AdjustContrast, AdjustSaturation, AdjustHue)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ._op_apply import APPLY_OPS
 from ._op_base import (
     DEFAULT_MAX_PIXELS,
     ENCODED,
@@ -29,7 +30,7 @@ from ._op_base import (
     _size,
 )
 from ._op_blur import GaussianBlur
-from ._op_color import ColorJitter
+from ._op_color import ADJUST_OPS, ColorJitter
 from ._op_erasing import RandomErasing
 
 __all__ = [
@@ -396,7 +397,7 @@ OPS: dict[str, type[Op]] = {
     for op in (
         Decode, ToRGB, ToGray, Crop, CenterCrop, Resize, RandomResizedCrop, RandomCrop, Pad,
         PadTo, HFlip, VFlip, RandomHFlip, RandomVFlip, Rotate90, ToFloat, Normalize, ToCHW, ToHWC,
-        RandomErasing, ColorJitter, GaussianBlur,
+        RandomErasing, ColorJitter, GaussianBlur, *APPLY_OPS, *ADJUST_OPS,
     )
 }  # fmt: skip
 
@@ -406,5 +407,12 @@ def op_from_dict(record: dict[str, Any]) -> Op:
     if not isinstance(record, dict) or record.get("op") not in OPS:
         raise ValueError(f"an op record should be a dict whose 'op' is one of {sorted(OPS)}, "
                          f"but got {record!r}")  # fmt: skip
-    arguments = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k != "op"}
+    arguments = {k: _argument(v) for k, v in record.items() if k != "op"}
     return OPS[record["op"]](**arguments)
+
+
+def _argument(value: Any) -> Any:
+    """A record's value as the op takes it: lists as tuples, op records (RandomApply's) as ops."""
+    if isinstance(value, list):
+        return tuple(op_from_dict(v) if isinstance(v, dict) else v for v in value)
+    return value

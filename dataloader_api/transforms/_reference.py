@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._blur import gaussian_blur
-from ._color import color_jitter
+from ._color import ADJUSTMENTS, adjust, color_jitter
 from ._decode import decode
 from ._errors import TransformError
 from ._op_erasing import RandomErasing
@@ -29,6 +29,7 @@ from ._ops import (
     RandomVFlip,
     Resize,
 )  # fmt: skip
+from ._point import luma, random_grayscale, random_lookup, random_sharpness
 from ._random import ItemRandom
 
 if TYPE_CHECKING:
@@ -53,13 +54,21 @@ def run_ops(ops: tuple[Op, ...], image: Any, random: ItemRandom | None, index: A
     if ops and ops[0].name == "decode" and ops[0].draft:  # type: ignore[attr-defined]
         value, done = _decode_drafted(ops, value, random, index)
         ops = ops[done:]
+    return _run_each(ops, value, random, index, chw)[0]
+
+
+def _run_each(ops: tuple[Op, ...], value: Any, random: Any, index: Any, chw: bool) -> Any:
+    """``value`` through ``ops``, and whether it is CHW after them."""
     for op in ops:
         if op.name == "normalize":
             value = _normalize(op, value, index, chw)  # type: ignore[arg-type]
+        elif op.name == "random_apply":  # torchvision's: one draw, then the ops' own
+            if random.uniform() < op.p:  # type: ignore[attr-defined]
+                value, chw = _run_each(op.transforms, value, random, index, chw)  # type: ignore[attr-defined]
         else:
             value = _RUN[op.name](op, value, random, index)
             chw = (chw or op.name == "to_chw") and op.name != "to_hwc"
-    return value
+    return value, chw
 
 
 def _as_input(image: Any, ops: tuple[Op, ...], index: Any) -> Any:
@@ -94,11 +103,7 @@ def _to_rgb(op: Op, image: Any, random: Any, index: Any) -> Any:
 
 
 def _to_gray(op: Op, image: Any, random: Any, index: Any) -> Any:
-    if image.shape[2] in (1, 2):
-        return image[:, :, :1]
-    rgb = image[:, :, :3].astype(np.uint32)
-    luma = rgb[:, :, 0] * 19595 + rgb[:, :, 1] * 38470 + rgb[:, :, 2] * 7471 + 0x8000
-    return (luma >> 16).astype(np.uint8)[:, :, None]
+    return image[:, :, :1] if image.shape[2] in (1, 2) else luma(image)
 
 
 def _crop(op: Crop, image: Any, random: Any, index: Any) -> Any:
@@ -379,7 +384,14 @@ _RUN: dict[str, Callable[..., Any]] = {
     "random_crop": _random_crop,
     "random_erasing": _random_erasing,
     "color_jitter": color_jitter,
+    **dict.fromkeys(ADJUSTMENTS, adjust),
     "gaussian_blur": gaussian_blur,
+    "random_grayscale": random_grayscale,
+    "random_solarize": random_lookup,
+    "random_posterize": random_lookup,
+    "random_autocontrast": random_lookup,
+    "random_equalize": random_lookup,
+    "random_adjust_sharpness": random_sharpness,
     "pad_to": _pad_to,
     "hflip": lambda op, image, random, index: np.flip(image, 1),
     "vflip": lambda op, image, random, index: np.flip(image, 0),

@@ -4,9 +4,10 @@
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
-use dataloader_imaging::color::Jitter;
+use dataloader_imaging::color::{Adjust, Jitter};
 use dataloader_imaging::erasing::ErasingValue;
 use dataloader_imaging::pipeline::Size;
+use dataloader_imaging::point::Point;
 use dataloader_imaging::random_crop::PadMode;
 use dataloader_imaging::resample::Filter;
 use dataloader_imaging::{Op, Pipeline};
@@ -139,6 +140,41 @@ fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
             kernel_size: pair(&get("kernel_size")?)?,
             sigma: range(&get("sigma")?)?,
         },
+        "random_apply" => Op::RandomApply {
+            p: get("p")?.extract()?,
+            ops: get("transforms")?
+                .try_iter()?
+                .map(|r| op(&r?))
+                .collect::<PyResult<Vec<Op>>>()?,
+        },
+        "random_grayscale" => Op::Point(Point::RandomGrayscale {
+            p: get("p")?.extract()?,
+        }),
+        "random_solarize" => Op::Point(Point::RandomSolarize {
+            threshold: get("threshold")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
+        "random_posterize" => Op::Point(Point::RandomPosterize {
+            bits: get("bits")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
+        "random_autocontrast" => Op::Point(Point::RandomAutocontrast {
+            p: get("p")?.extract()?,
+        }),
+        "random_adjust_sharpness" => Op::Point(Point::RandomAdjustSharpness {
+            factor: get("sharpness_factor")?.extract()?,
+            p: get("p")?.extract()?,
+        }),
+        "random_equalize" => Op::Point(Point::RandomEqualize {
+            p: get("p")?.extract()?,
+        }),
+        "adjust_brightness" | "adjust_contrast" | "adjust_saturation" | "adjust_hue" => {
+            let steps = ["brightness", "contrast", "saturation", "hue"];
+            Op::Adjust(Adjust {
+                step: steps.iter().position(|s| name.ends_with(s)).unwrap_or(0),
+                factor: get("factor")?.extract()?,
+            })
+        }
         "pad_to" => Op::PadTo {
             height: get("height")?.extract()?,
             width: get("width")?.extract()?,

@@ -44,19 +44,9 @@ pub fn color_jitter(
     ];
     let factors = ranges.map(|r| r.map(|(low, high)| random.uniform_between(low, high)));
     for step in order {
-        let Some(factor) = factors[step] else {
-            continue;
-        };
-        v = match step {
-            0 => blend(&vec![0; v.len()], &v, factor as f32),
-            1 => {
-                let mean = mean_luma(&v, c);
-                blend(&vec![mean; v.len()], &v, factor as f32)
-            }
-            2 if c == 3 => blend(&gray_as_rgb(&v), &v, factor as f32),
-            3 if c == 3 => shift_hue(v, factor),
-            _ => v, // saturation and hue leave a gray image as it is
-        };
+        if let Some(factor) = factors[step] {
+            v = enhance(v, c, step, factor);
+        }
     }
     Ok(Image {
         pixels: Pixels::U8(v),
@@ -64,8 +54,45 @@ pub fn color_jitter(
     })
 }
 
+/// One adjustment with a fixed factor (`AdjustBrightness` ... `AdjustHue`):
+/// `step` is its place in ColorJitter's (brightness 0, contrast 1, saturation
+/// 2, hue 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Adjust {
+    pub step: usize,
+    pub factor: f64,
+}
+
+pub fn adjust(image: Image, adjust: Adjust) -> Result<Image, Fallback> {
+    let c = image.channels;
+    let Pixels::U8(v) = image.pixels else {
+        return Err(Fallback("an adjustment on a float32 image".into()));
+    };
+    if c != 1 && c != 3 {
+        return Err(Fallback("an adjustment on 2 or 4 channels".into()));
+    }
+    Ok(Image {
+        pixels: Pixels::U8(enhance(v, c, adjust.step, adjust.factor)),
+        ..image
+    })
+}
+
+/// `ImageEnhance`'s brightness, contrast, saturation, or the hue shift.
+fn enhance(v: Vec<u8>, c: usize, step: usize, factor: f64) -> Vec<u8> {
+    match step {
+        0 => blend(&vec![0; v.len()], &v, factor as f32),
+        1 => {
+            let mean = mean_luma(&v, c);
+            blend(&vec![mean; v.len()], &v, factor as f32)
+        }
+        2 if c == 3 => blend(&gray_as_rgb(&v), &v, factor as f32),
+        3 if c == 3 => shift_hue(v, factor),
+        _ => v, // saturation and hue leave a gray image as it is
+    }
+}
+
 /// Pillow's `ImagingBlend(degenerate, image, alpha)`.
-fn blend(degenerate: &[u8], image: &[u8], alpha: f32) -> Vec<u8> {
+pub(crate) fn blend(degenerate: &[u8], image: &[u8], alpha: f32) -> Vec<u8> {
     if alpha == 0.0 {
         return degenerate.to_vec();
     }
@@ -227,4 +254,31 @@ fn hsv_to_rgb(tables: &Tables, h: u8, s: u8, v: u8) -> [u8; 3] {
     let values = [v, p, q, t];
     let [a, b, c] = ORDER[(sector % 6) as usize];
     [values[a], values[b], values[c]]
+}
+
+/// Pillow's `ImageEnhance.Sharpness(image).enhance(factor)`: `blend` with the
+/// image through the 3x3 `SMOOTH` kernel (`ImagingFilter3x3`: 1/13 around, 5/13
+/// in the middle as `f32`, each row's three taps summed in order onto 0.5,
+/// truncated, the border pixels kept; an image under 3x3 kept whole).
+pub fn sharpen(v: &[u8], height: usize, width: usize, c: usize, factor: f64) -> Vec<u8> {
+    let mut smooth = v.to_vec();
+    if height >= 3 && width >= 3 {
+        let (side, middle) = ((1.0f64 / 13.0) as f32, (5.0f64 / 13.0) as f32);
+        let at = |y: usize, x: usize, ch: usize| v[(y * width + x) * c + ch] as f32;
+        for y in 1..height - 1 {
+            for x in 1..width - 1 {
+                for ch in 0..c {
+                    let row = |y: usize, k: f32| {
+                        at(y, x - 1, ch) * side + at(y, x, ch) * k + at(y, x + 1, ch) * side
+                    };
+                    let mut sum = 0.5f32;
+                    sum += row(y + 1, side);
+                    sum += row(y, middle);
+                    sum += row(y - 1, side);
+                    smooth[(y * width + x) * c + ch] = sum.clamp(0.0, 255.0) as u8;
+                }
+            }
+        }
+    }
+    blend(&smooth, v, factor as f32)
 }

@@ -48,7 +48,16 @@ extern "C-unwind" fn error_exit(_cinfo: &mut ffi::jpeg_common_struct) {
     std::panic::resume_unwind(Box::new("libjpeg error"));
 }
 
-extern "C-unwind" fn silence(_cinfo: &mut ffi::jpeg_common_struct, _level: c_int) {}
+/// libjpeg's message hook, silent: a warning (level -1: corrupt entropy data,
+/// extraneous bytes...) is counted as libjpeg's own hook counts it, so that
+/// `decode` hands the image to the reference.
+extern "C-unwind" fn count_warnings(cinfo: &mut ffi::jpeg_common_struct, level: c_int) {
+    if level < 0 {
+        // SAFETY: libjpeg calls this hook with the `cinfo` whose `err` Session::new
+        // set to its boxed error manager, which lives as long as the decompressor.
+        unsafe { (*cinfo.err).num_warnings += 1 };
+    }
+}
 
 /// One decompressor, destroyed however the decode ends.
 struct Session {
@@ -83,7 +92,7 @@ impl Session {
             let mut err: Box<ffi::jpeg_error_mgr> = Box::new(mem::zeroed());
             ffi::jpeg_std_error(&mut err);
             err.error_exit = Some(error_exit);
-            err.emit_message = Some(silence);
+            err.emit_message = Some(count_warnings);
             let mut cinfo: Box<ffi::jpeg_decompress_struct> = Box::new(mem::zeroed());
             cinfo.common.err = &mut *err;
             ffi::jpeg_create_decompress(&mut *cinfo);
@@ -196,6 +205,12 @@ pub fn decode(
     // caller memory, and rows left unread are a libjpeg error, which unwinds.
     if unsafe { ffi::jpeg_finish_decompress(&mut session.cinfo) } != 1 {
         return Err(Fallback("a suspended JPEG source".into()));
+    }
+    // SAFETY: `err` is the Session's boxed error manager (Session::new), alive here.
+    if unsafe { (*session.cinfo.common.err).num_warnings } > 0 {
+        // What libjpeg-turbo makes of corrupt data depends on its build: the
+        // plain-C IDCT and the SIMD one differ on coefficients out of range.
+        return Err(Fallback("a corrupt JPEG (libjpeg-turbo warned)".into()));
     }
     let (height, width) = wanted.map_or((height, width), |r| (r.height, r.width));
     Ok(Decoded {

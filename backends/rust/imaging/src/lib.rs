@@ -11,6 +11,7 @@ pub mod jpeg;
 pub mod ops;
 pub mod pipeline;
 mod pipeline_decode;
+pub mod point;
 pub mod random;
 pub mod random_crop;
 pub mod resample;

@@ -1,9 +1,10 @@
 //! A pipeline as the native side holds it, and its run on one item.
 
 use crate::blur;
-use crate::color::{self, Jitter};
+use crate::color::{self, Adjust, Jitter};
 use crate::erasing::{self, ErasingValue};
 use crate::ops;
+use crate::point::{self, Point};
 use crate::random::ItemRandom;
 use crate::random_crop::{self, PadMode};
 use crate::resample::{resize, Filter};
@@ -60,6 +61,13 @@ pub enum Op {
         value: f64,
     },
     ColorJitter(Jitter),
+    Adjust(Adjust),
+    /// `ops` in order when the item's draw is below `p` (torchvision's RandomApply)
+    RandomApply {
+        p: f64,
+        ops: Vec<Op>,
+    },
+    Point(Point),
     GaussianBlur {
         /// (x, y): width first, as torchvision
         kernel_size: (usize, usize),
@@ -145,10 +153,13 @@ impl Pipeline {
             | Op::RandomCrop { .. }
             | Op::RandomErasing { .. }
             | Op::ColorJitter(_)
+            | Op::RandomApply { .. }
+            | Op::Point(_)
             | Op::GaussianBlur { .. }
             | Op::RandomHFlip { .. }
             | Op::RandomVFlip { .. } => true,
             Op::Decode { .. }
+            | Op::Adjust(_)
             | Op::ToRgb
             | Op::ToGray
             | Op::Crop { .. }
@@ -363,6 +374,12 @@ impl Pipeline {
                 erasing::random_erasing(image, random, p, scale, ratio, value)
             }
             Op::ColorJitter(ref jitter) => color::color_jitter(image, random, jitter)?,
+            Op::RandomApply { p, ref ops } if random.uniform() < p => ops
+                .iter()
+                .try_fold(image, |image, op| self.apply(op, image, random))?,
+            Op::RandomApply { .. } => image,
+            Op::Point(ref op) => point::apply(op, image, random)?,
+            Op::Adjust(adjust) => color::adjust(image, adjust)?,
             Op::GaussianBlur { kernel_size, sigma } => {
                 blur::gaussian_blur(image, random, kernel_size, sigma)?
             }
