@@ -35,6 +35,7 @@ def test_a_latency_tail_never_halves_it_a_burst_of_far_replies_does_once():
     for _ in range(24):
         limit._measure(0.0, 0.02)
     assert limit.limit == 32
+    limit.in_flight = 64  # the host has all the limit allows
     for _ in range(20):  # one reply in ten a second late: a tail, not drops
         limit._measure(0.0, STALL + 0.3)
         for _ in range(9):
@@ -50,6 +51,15 @@ def test_a_latency_tail_never_halves_it_a_burst_of_far_replies_does_once():
     for _ in range(DROPS):
         limit._measure(0.0, STALL + 0.3)  # sent before the cut: the same burst
     assert limit.limit == 32 and limit.stalls == 1
+
+
+def test_slow_replies_while_the_host_has_less_than_the_limit_are_a_tail():
+    limit = HostLimit(64)  # an epoch drains: only its slowest requests are left
+    for _ in range(64):
+        limit._measure(0.0, 0.02)
+    for _ in range(WINDOW):
+        limit._measure(1.0, STALL + 0.3)
+    assert limit.limit == 64 and limit.stalls == 0
 
 
 def test_after_a_drop_it_stays_below_the_limit_it_came_at_until_probe_replies():

@@ -23,7 +23,9 @@ tail of 1 s halved the limit again and again, mean 8 in flight of 64):
   retransmission a second later;
 - a reply far beyond the typical one (slower than ``STALL`` seconds and
   ``STALL_FACTOR`` times the median of the last ``WINDOW`` replies) is a drop
-  only when ``DROPS`` of the last ``WINDOW`` replies were: a request stuck in
+  only when ``DROPS`` of the last ``WINDOW`` replies were, each while the host
+  had all the requests the limit allows (an epoch's last, slow replies are a
+  tail seen alone, not drops): a request stuck in
   a full accept queue comes in bursts, a latency tail (1-2 % of replies)
   almost never puts 8 in 64 (p < 1e-4 at 2 %). A slow reply never halves
   the limit alone; a server slow every time is its median.
@@ -164,7 +166,10 @@ class HostLimit:
         typical = sorted(replies)[len(replies) // 2] if len(replies) >= 8 else None
         self._replies.append(seconds)
         far = typical is not None and seconds > STALL and seconds > STALL_FACTOR * typical
-        self._far.append(far)
+        # Only while the host is given all it may take: a drop comes from pushing it,
+        # and the slow replies left when an epoch drains are its tail, not drops.
+        pushed = bool(self._waiters) or self.in_flight + 1 >= int(self.limit)
+        self._far.append(far and pushed)
         if far:
             if sum(self._far) >= DROPS:
                 self.stalled(started)

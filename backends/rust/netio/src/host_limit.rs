@@ -7,7 +7,8 @@
 //! past one below the limit a drop came at (`cap`) until `PROBE` replies came
 //! without one. A drop is a connect that stalled (`stall::StallLayer`), or
 //! `DROPS` of the last `WINDOW` replies far beyond the median (slower than
-//! `STALL_FACTOR` times it and than `STALL`): a latency tail never halves it.
+//! `STALL_FACTOR` times it and than `STALL`), each while the host had all the
+//! limit allows (not an epoch's last replies): a latency tail never halves it.
 //! It grows only while connects stay near the fastest (`stall::ConnectTimes`),
 //! and not on replies to requests sent before the last drop.
 //! Turns go first come, first served, as there: a later batch's request never
@@ -160,7 +161,10 @@ impl HostLimit {
         };
         let far = typical.is_some_and(|t| seconds > STALL && seconds > STALL_FACTOR * t);
         push(&mut state.replies, seconds);
-        push(&mut state.far, far);
+        // Only while the host is given all it may take: a drop comes from pushing it,
+        // and the slow replies left when an epoch drains are its tail, not drops.
+        let pushed = !state.waiters.is_empty() || state.in_flight + 1 >= state.limit as usize;
+        push(&mut state.far, far && pushed);
         if far {
             if state.far.iter().filter(|&&f| f).count() >= DROPS {
                 self.cut(state, started);
@@ -291,6 +295,7 @@ mod tests {
         let now = Instant::now();
         replies(&limit, now, 24, 20);
         assert_eq!(limit.lock().limit, 32.0); // one more per reply: doubling each round
+        limit.lock().in_flight += 64; // the host has all the limit allows
         for _ in 0..20 {
             replies(&limit, now, 1, 1100); // a 1 s tail: 1 reply in 10
             replies(&limit, now, 9, 20);
@@ -320,6 +325,14 @@ mod tests {
         assert_eq!(limit.lock().limit, 9.0);
         replies(&limit, Instant::now(), 100, 20); // PROBE replies without a drop
         assert_eq!(limit.lock().limit, 10.0);
+    }
+
+    #[test]
+    fn slow_replies_while_the_host_has_less_than_the_limit_are_a_tail() {
+        let limit = HostLimit::new(64, None); // an epoch drains: its slowest are left
+        replies(&limit, Instant::now(), 64, 20);
+        replies(&limit, Instant::now(), WINDOW, 1100);
+        assert_eq!(limit.lock().limit, 64.0);
     }
 
     #[test]
