@@ -1,11 +1,21 @@
 """The reference client's per-host limit: TCP's window rules, fed by reply and
-connect times (no clock needed: the times are given)."""
+connect times (no clock needed: the times are given); issue 46: a latency tail
+is not a drop, a drop caps the limit, and a host's limit is kept for the process."""
 
 from __future__ import annotations
 
 import asyncio
 
-from dataloader_api.io._host_limit import CONNECT_STALL, STALL, START, HostLimit
+from dataloader_api.io._host_limit import (
+    CONNECT_STALL,
+    DROPS,
+    PROBE,
+    STALL,
+    START,
+    WINDOW,
+    HostLimit,
+    learned,
+)
 
 
 def test_starts_small_and_doubles_each_round_up_to_the_ceiling():
@@ -20,18 +30,76 @@ def test_starts_small_and_doubles_each_round_up_to_the_ceiling():
     assert HostLimit(3).limit == 3
 
 
-def test_a_stalled_reply_halves_it_once_per_burst_then_it_grows_by_one_per_round():
+def test_a_latency_tail_never_halves_it_a_burst_of_far_replies_does_once():
     limit = HostLimit(64)
     for _ in range(24):
         limit._measure(0.0, 0.02)
     assert limit.limit == 32
-    limit._measure(0.0, STALL + 0.3)  # a SYN dropped and resent 1 s later
-    assert limit.limit == 16 and limit.stalls == 1
-    limit._measure(0.0, STALL + 0.3)  # sent before the cut: the same burst
-    assert limit.limit == 16 and limit.stalls == 1
-    for _ in range(16):
+    limit.in_flight = 64  # the host has all the limit allows
+    for _ in range(20):  # one reply in ten a second late: a tail, not drops
+        limit._measure(0.0, STALL + 0.3)
+        for _ in range(9):
+            limit._measure(0.0, 0.02)
+    assert limit.limit == 64 and limit.stalls == 0
+    for _ in range(WINDOW):
         limit._measure(0.0, 0.02)
-    assert 16.9 < limit.limit < 17.1  # one more per round of 16
+    for _ in range(DROPS - 1):
+        limit._measure(0.0, STALL + 0.3)
+    assert limit.limit == 64
+    limit._measure(1.0, STALL + 0.3)  # DROPS of the last WINDOW: a full accept queue
+    assert (limit.limit, limit.cap, limit.stalls) == (32, 63, 1)
+    for _ in range(DROPS):
+        limit._measure(0.0, STALL + 0.3)  # sent before the cut: the same burst
+    assert limit.limit == 32 and limit.stalls == 1
+
+
+def test_slow_replies_while_the_host_has_less_than_the_limit_are_a_tail():
+    limit = HostLimit(64)  # an epoch drains: only its slowest requests are left
+    for _ in range(64):
+        limit._measure(0.0, 0.02)
+    for _ in range(WINDOW):
+        limit._measure(1.0, STALL + 0.3)
+    assert limit.limit == 64 and limit.stalls == 0
+
+
+def test_after_a_drop_it_stays_below_the_limit_it_came_at_until_probe_replies():
+    limit = HostLimit(64)
+    limit._measure(0.0, 0.02)
+    limit._measure(0.0, 0.02)
+    limit.stalled(started=1e18)
+    assert (limit.limit, limit.cap) == (5, 9)
+    limit.stalled(started=0.0)  # another request of that burst: one past what it takes
+    limit.stalled(started=0.0, first=False)  # and its next attempt: the same request
+    assert (limit.limit, limit.cap) == (5, 8)
+    for _ in range(200):
+        limit._measure(1e18, 0.02)
+    assert limit.limit == 8
+    for _ in range(PROBE - 200 + 10):  # then one more, a round later
+        limit._measure(1e18, 0.02)
+    assert limit.limit == 9
+
+
+def test_it_grows_only_while_connects_stay_near_the_fastest():
+    limit = HostLimit(64)
+    limit.connected(0.0001)
+    limit.connected(0.05)  # the server falls behind: no growth
+    limit._measure(0.0, 0.02)
+    assert limit.limit == START
+    limit.connected(0.0002)
+    limit._measure(0.0, 0.02)
+    assert limit.limit == START + 1
+
+
+def test_a_new_limit_for_a_host_starts_where_the_last_one_left_off():
+    host = ("http", "learned.test", 80)
+    first = HostLimit(64, host)
+    for _ in range(4):
+        first._measure(0.0, 0.02)
+    first.stalled(started=1e18)
+    assert learned(host) == 6
+    assert HostLimit(64, host).limit == 6 and HostLimit(64, host).cap == 11
+    assert HostLimit(4, host).limit == 4  # within its own ceiling
+    assert HostLimit(64).limit == START and learned(("http", "other.test", 80)) is None
 
 
 def test_a_slow_server_is_not_a_stall():

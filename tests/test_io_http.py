@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import numpy as np
 import pytest
+from rawserver import RawServer
 
 import dataloader_api
 from dataloader_api import DataLoader
@@ -269,3 +272,49 @@ def test_counters_have_the_same_fields_and_meaning_on_every_backend(io_mode):
         assert (counters.retries, counters.redirects) == (1, 1)
         assert counters.bytes == sum(len(item) for item in items)
         assert 1 <= counters.connections == server.connections <= COUNT + 2
+
+
+def test_a_refused_connect_is_not_a_request_on_any_backend(io_mode):
+    """Issue 46: ``requests`` counts requests sent, as the server counts them; a
+    connect the host refused sent none (rust counted them, the reference not)."""
+    with socket.socket() as bound:  # bound, never listening: connects are refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}/item"
+        data = HttpDataset([url], retry=RetryPolicy(max_retries=2, backoff=0.01))
+        loader = DataLoader(data, batch_size=None, num_workers=workers_for(io_mode),
+                            backend=io_mode)  # fmt: skip
+        with pytest.raises(FetchError, match="after 3 attempts"):
+            list(loader)
+    counters = data.counters
+    assert (counters.requests, counters.connections, counters.retries) == (0, 0, 2)
+
+
+# An HTTP/2 server's answer to a request that is not its preface: its SETTINGS,
+# then GOAWAY with PROTOCOL_ERROR (as hyper's h2 and nghttpd send).
+HTTP2_REPLY = b"\0\0\0\x04\0\0\0\0\0" + b"\0\0\x08\x07\0\0\0\0\0" + bytes(7) + b"\x01"
+
+
+def test_an_http2_only_server_is_a_clear_error_not_retried(io_mode):
+    with RawServer(lambda head: [HTTP2_REPLY]) as server:
+        data = HttpDataset([server.url + "/item"], retry=FAST)
+        loader = DataLoader(data, batch_size=None, num_workers=workers_for(io_mode),
+                            backend=io_mode)  # fmt: skip
+        with pytest.raises(FetchError) as caught:
+            list(loader)
+    text = str(caught.value)
+    assert "speaks HTTP/2 only" in text and "not retried" in text and "item 0" in text, text
+    assert caught.value.attempts == 1 and data.counters.retries == 0
+    assert data.counters.requests == 1
+
+
+def test_break_and_close_leave_no_idle_connection_open(server, reads):
+    """Issue 46: rust kept 1-3 idle keep-alive connections open after a ``break``
+    until the dataset went; the reference closes them when the epoch ends."""
+    data = dataset(server)
+    loader = DataLoader(data, batch_size=8, num_workers=2, backend=reads, collate_fn=list)
+    batches = iter(loader)
+    assert len(next(batches)) == 8
+    assert server.open_connections > 0
+    batches.close()  # type: ignore[attr-defined]
+    assert wait_until(lambda: server.open_connections == 0)
+    assert data.counters.connections >= 1  # the dataset is still alive: not its finalizer

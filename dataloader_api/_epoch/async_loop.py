@@ -157,6 +157,19 @@ class AsyncRunner:
             with contextlib.suppress(concurrent.futures.TimeoutError):
                 done.result(CANCEL_WAIT_SECONDS)
 
+    def close_idle(self) -> None:
+        """Run the datasets' ``aclose`` (their idle connections close), keeping the
+        loop: an epoch ended, or was left by a ``break`` (issue 46)."""
+        if self._loop.is_closed() or self.pid != process_id() or not self._closers:
+            return
+        try:
+            done = asyncio.run_coroutine_threadsafe(_run_closers(self._closers), self._loop)
+        except RuntimeError:
+            return  # the loop stopped meanwhile
+        if threading.current_thread() is not self._thread:
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                done.result(CANCEL_WAIT_SECONDS)
+
     def close(self) -> None:
         """Cancel what still runs, wait for it (bounded), stop the loop and its thread."""
         if self.closed:
@@ -247,7 +260,11 @@ async def _cancel_all(closers: list[Callable[[], Coroutine[Any, Any, Any]]]) -> 
     current = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not current]
     await _cancel_and_wait(tasks)
-    for aclose in closers:
+    await _run_closers(closers)
+
+
+async def _run_closers(closers: list[Callable[[], Coroutine[Any, Any, Any]]]) -> None:
+    for aclose in list(closers):
         with contextlib.suppress(Exception):  # a failing clean-up must not block the others
             await aclose()
 
@@ -287,3 +304,4 @@ class AsyncEpoch:
         with self._lock:
             running = list(self._running)
         self._runner.cancel(running)
+        self._runner.close_idle()

@@ -20,7 +20,14 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from ._errors import FetchError, ItemTooLargeError, downgrade
 from ._host_limit import HostLimit
-from ._http_head import MalformedReply, content_length, read_chunked, read_head, read_to_end
+from ._http_head import (
+    Http2Only,
+    MalformedReply,
+    content_length,
+    read_chunked,
+    read_head,
+    read_to_end,
+)
 from ._progressive import ProgressiveBytes, range_start, stream_body
 from ._proxy import Proxies, open_via, proxy_authorization
 from ._retry import RetryPolicy, parse_retry_after
@@ -184,7 +191,7 @@ class HttpClient:
         key = _origin(parts)
         limit = self._limits.get(key)
         if limit is None:
-            limit = self._limits[key] = HostLimit(self.max_connections)
+            limit = self._limits[key] = HostLimit(self.max_connections, key)
         started, replied = await limit.acquire(), None
         try:
             idle = self._idle.setdefault(key, [])
@@ -199,11 +206,12 @@ class HttpClient:
                     async with asyncio.timeout(self.timeout):
                         if connection is None:
                             deadline = limit.connect_deadline() if quick else None
-                            connection = await self._connect(key, limit, started, deadline)
+                            connection = await self._connect(key, limit, deadline)
                         response = await self._exchange(
                             connection, parts, headers, index, where, sink
                         )
                 except _SlowConnect:
+                    limit.stalled(started, first=quick == _QUICK_RECONNECTS)
                     quick -= 1
                     continue
                 except TimeoutError:
@@ -217,6 +225,9 @@ class HttpClient:
                 except (_Transient, FetchError):
                     _close(connection)
                     raise
+                except Http2Only as error:
+                    _close(connection)  # not transient: the server speaks it every time
+                    raise FetchError(index, where, f"{error} (not retried)") from None
                 except MalformedReply as error:
                     _close(connection)
                     raise _Transient(f"a malformed reply: {error}") from None
@@ -245,7 +256,7 @@ class HttpClient:
             limit.release(started, replied)
 
     async def _connect(
-        self, key: tuple[str, str, int], limit: HostLimit, started: float, deadline: float | None
+        self, key: tuple[str, str, int], limit: HostLimit, deadline: float | None
     ) -> Connection:
         scheme, host, port = key
         proxy = self._proxies.for_url(scheme, host, port)
@@ -263,7 +274,6 @@ class HttpClient:
         try:
             connection = await asyncio.wait_for(opening, deadline)
         except TimeoutError:
-            limit.stalled(started)
             raise _SlowConnect from None
         limit.connected(time.monotonic() - begun)
         self.counters.connections += 1

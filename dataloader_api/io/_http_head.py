@@ -14,8 +14,10 @@ from typing import Any
 from ._errors import ItemTooLargeError
 
 __all__ = [
+    "HTTP2_ONLY",
     "MAX_HEADER_FIELDS",
     "MAX_HEAD_BYTES",
+    "Http2Only",
     "MalformedReply",
     "chunk_size",
     "content_length",
@@ -34,8 +36,22 @@ MAX_HEAD_BYTES = 8192 + 4096 * 100
 MAX_HEADER_FIELDS = 100
 
 
+#: What an HTTP/2-only server is told as (the rust backend's words too).
+HTTP2_ONLY = "the server speaks HTTP/2 only; this client speaks HTTP/1.1"
+
+
 class MalformedReply(Exception):
     """A reply that is not HTTP/1.1 as the client reads it."""
+
+
+class Http2Only(MalformedReply):
+    """The reply began with an HTTP/2 frame: not retried, the next one would too."""
+
+
+def is_http2_frame(head: bytes) -> bool:
+    """A SETTINGS or GOAWAY frame on stream 0: how an HTTP/2 server begins (and
+    ends) a connection that did not start with its preface."""
+    return len(head) >= 9 and head[3] in (4, 7) and head[5:9] == b"\0\0\0\0"
 
 
 async def _line(reader: asyncio.StreamReader, what: str) -> bytes:
@@ -49,6 +65,8 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, str]
     """The status line (``b""`` if the connection closed first) and the header
     fields, lower-cased names; ``EOFError`` if the connection closes inside them."""
     status_line = await _line(reader, "status line")
+    if is_http2_frame(status_line[:9]):
+        raise Http2Only(HTTP2_ONLY)
     if len(status_line) > MAX_HEAD_BYTES:
         raise MalformedReply(f"a status line longer than {MAX_HEAD_BYTES} bytes")
     used = 0

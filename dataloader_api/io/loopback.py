@@ -148,6 +148,11 @@ class LoopbackServer:
         self._started = threading.Event()
         self.url = ""
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections open now (closed ones leave on the server's thread)."""
+        return len(self._open)
+
     def fail(self, path: str, *faults: Fault) -> None:
         """Queue ``faults`` for the next requests of ``path``."""
         self._loop.call_soon_threadsafe(self._faults[path].extend, faults)

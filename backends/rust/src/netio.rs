@@ -119,6 +119,11 @@ impl NativeReader {
         NativeStream { buffer }
     }
 
+    /// Close the idle keep-alive connections (an epoch closed: a `break`, `close()`).
+    fn close_idle(&self, py: Python<'_>) {
+        attach::detached(py, || self.reader.close_idle());
+    }
+
     /// A new cancel handle, for one epoch's reads.
     fn new_cancel(&self) -> ReadCancel {
         ReadCancel::new()

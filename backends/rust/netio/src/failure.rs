@@ -105,3 +105,16 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+/// "HTTP 404 Not Found", as the reference words a status.
+pub fn status_text(status: reqwest::StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    }
+}
+
+/// Seconds as the reference prints them (`{:g}`: no ".0").
+pub fn trim(seconds: f64) -> String {
+    let text = format!("{seconds}");
+    text.strip_suffix(".0").unwrap_or(&text).to_string()
+}

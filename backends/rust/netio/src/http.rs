@@ -9,14 +9,16 @@ use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_RANGE, ETAG,
     IF_RANGE, LAST_MODIFIED, LOCATION, RANGE, RETRY_AFTER,
 };
-use reqwest::{Client, StatusCode, Url};
+use reqwest::{StatusCode, Url};
 
 use crate::buffers::BufferPool;
-use crate::connections::CountConnects;
-use crate::failure::{error_chain, Failure, FailureKind};
-use crate::host_limit::{is_slow_connect, HostLimit, StallLayer};
+use crate::client::Clients;
+use crate::failure::{status_text, trim, Failure, FailureKind};
+use crate::host_limit::HostLimit;
 use crate::redirect::{self, same_origin, MAX_REDIRECTS};
 use crate::retry::{parse_retry_after, RetryPolicy};
+use crate::send_failure;
+use crate::stall::{ConnectTimes, StallLayer};
 use crate::stream::{BodyWriter, StreamBuffer, RESERVE_AT_MOST};
 use crate::Counters;
 
@@ -36,7 +38,7 @@ pub struct HttpOptions {
 }
 
 pub struct HttpReader {
-    client: Client,
+    client: Clients,
     timeout: Duration,
     retry: RetryPolicy,
     max_bytes: Option<u64>,
@@ -49,10 +51,11 @@ pub struct HttpReader {
     max_connections: usize,
     /// Each host's requests in flight (`host_limit`), by "host:port".
     limits: Mutex<HashMap<String, Arc<HostLimit>>>,
+    connects: Arc<ConnectTimes>,
 }
 
 /// Why one attempt failed.
-enum Attempt {
+pub(crate) enum Attempt {
     Transient(String, Option<f64>),
     Permanent(Failure),
     /// A connect past the reader's deadline (`host_limit`): made again at once.
@@ -78,19 +81,9 @@ impl HttpReader {
             headers.insert(name, value);
         }
         let authorization = headers.contains_key(AUTHORIZATION);
-        let mut identity = HeaderMap::new();
-        identity.insert("accept-encoding", HeaderValue::from_static("identity"));
-        // `attempt` follows redirects (reqwest would send our headers and a Referer on).
-        let client = Client::builder()
-            .default_headers(identity)
-            .pool_max_idle_per_host(options.max_connections)
-            .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .tls_built_in_webpki_certs(false) // the reference's roots alone: system or SSL_CERT_FILE
-            .connector_layer(StallLayer::default())
-            .connector_layer(CountConnects::on(&counters))
-            .build()
-            .map_err(|e| e.to_string())?;
+        let stall = StallLayer::default();
+        let connects = stall.times.clone();
+        let client = Clients::new(options.max_connections, stall, counters.clone())?;
         Ok(HttpReader {
             client,
             timeout: Duration::from_secs_f64(options.timeout),
@@ -102,6 +95,7 @@ impl HttpReader {
             authorization,
             max_connections: options.max_connections,
             limits: Mutex::new(HashMap::new()),
+            connects,
         })
     }
 
@@ -112,10 +106,13 @@ impl HttpReader {
             url.port_or_known_default().unwrap_or(0)
         );
         let mut limits = self.limits.lock().unwrap_or_else(|e| e.into_inner());
-        limits
-            .entry(host)
-            .or_insert_with(|| Arc::new(HostLimit::new(self.max_connections)))
-            .clone()
+        let new = || Arc::new(HostLimit::new(self.max_connections, Some(host.clone())));
+        limits.entry(host.clone()).or_insert_with(new).clone()
+    }
+
+    /// Close the idle connections (an epoch closed: `client::Clients`).
+    pub fn close_idle(&self) {
+        self.client.close_idle();
     }
 
     pub async fn get(&self, url: &str) -> Result<Vec<u8>, Failure> {
@@ -156,12 +153,12 @@ impl HttpReader {
                     None,
                 )),
             };
-            limit.release(started, replied);
+            limit.release(started, replied, self.connects.near());
             let (reason, retry_after) = match outcome {
                 Ok(body) => return Ok(body),
                 Err(Attempt::Permanent(failure)) => return Err(failure.with_attempts(retry + 1)),
                 Err(Attempt::SlowConnect(reason)) => {
-                    limit.stalled(started);
+                    limit.stalled(started, quick == QUICK_RECONNECTS);
                     if quick > 0 {
                         quick -= 1; // connect again at once, as the reference does
                         continue;
@@ -296,13 +293,13 @@ impl HttpReader {
         hop: &Url,
         sink: Option<&StreamBuffer>,
     ) -> Result<reqwest::Response, Attempt> {
-        let mut hop = hop.clone();
-        let own = same_origin(url, &hop);
+        let mut target = hop.clone();
+        let own = same_origin(url, hop);
         // reqwest sends a URL's user:password as Basic auth (get_into has cleared
         // the item's when the headers hold Authorization); never a Location's.
-        let _ = hop.set_username(if own { url.username() } else { "" });
-        let _ = hop.set_password(url.password().filter(|_| own));
-        let mut request = self.client.get(hop);
+        let _ = target.set_username(if own { url.username() } else { "" });
+        let _ = target.set_password(url.password().filter(|_| own));
+        let mut request = self.client.get().get(target);
         if own {
             request = request.headers(self.headers.clone());
         }
@@ -312,24 +309,10 @@ impl HttpReader {
                 request = request.header(IF_RANGE, validator);
             }
         }
-        let response = request.send().await.map_err(|e| {
-            // Without the URL: it may hold user:password, and the caller names the item.
-            let e = e.without_url();
-            let chain = error_chain(&e);
-            let reason = format!("connection failed: {chain}");
-            match is_slow_connect(&e) {
-                true => Attempt::SlowConnect(reason), // never sent: not counted
-                // rustls's words: the same certificate comes again, so not retried.
-                false if chain.contains("invalid peer certificate") => {
-                    let text = format!("certificate verification failed: {chain} (not retried)");
-                    Attempt::Permanent(Failure::new(FailureKind::Fetch, text))
-                }
-                false => {
-                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
-                    Attempt::Transient(reason, None)
-                }
-            }
-        })?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(send_failure::classify(e, hop, &self.counters).await),
+        };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         Ok(response)
     }
@@ -386,18 +369,6 @@ fn check_head(headers: &HeaderMap) -> Result<(), Attempt> {
         )),
         false => Ok(()),
     }
-}
-
-fn status_text(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
-        None => format!("HTTP {}", status.as_u16()),
-    }
-}
-
-fn trim(seconds: f64) -> String {
-    let text = format!("{seconds}");
-    text.strip_suffix(".0").unwrap_or(&text).to_string()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the reference's retry policy. No Python here: the pyo3 side converts.
 
 mod buffers;
+mod client;
 mod connections;
 mod failure;
 mod files;
@@ -11,7 +12,9 @@ mod http;
 mod redirect;
 mod retry;
 mod runtime;
+mod send_failure;
 mod shard_bytes;
+mod stall;
 mod start_order;
 mod store;
 mod stream;
@@ -116,6 +119,14 @@ impl Reader {
 
     pub fn counters(&self) -> &Counters {
         &self.inner.counters
+    }
+
+    /// Close the idle keep-alive connections (an epoch closed); the next read
+    /// opens new ones.
+    pub fn close_idle(&self) {
+        if let Engine::Http(reader) = &self.inner.engine {
+            reader.close_idle();
+        }
     }
 
     /// Where a caller returns an item's buffer once it has copied the bytes out.
