@@ -1,73 +1,31 @@
 //! Connections opened, counted as the reference's client counts them
 //! (`Counters.connections`): each connect that succeeded, through a proxy too.
-//! A layer on reqwest's connector, for the HTTP reader and the S3 client alike.
+//! A connector layer (`stall::WatchLayer`) for the HTTP reader and the S3 client.
 
-use std::error::Error;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
-use tower_layer::Layer;
-use tower_service::Service;
-
+use crate::stall::{ConnectWatch, WatchLayer};
 use crate::Counters;
 
-type BoxError = Box<dyn Error + Send + Sync>;
+impl ConnectWatch for Counters {
+    fn deadline(&self) -> Option<Duration> {
+        None // counting only: the stall rule is `ConnectTimes`'s
+    }
 
-#[derive(Clone)]
-pub struct CountConnects {
-    pub counters: Arc<Counters>,
+    fn connected(&self, _took: Duration) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-impl CountConnects {
+/// Each connect that succeeded counted in `Counters.connections`.
+pub type CountConnects = WatchLayer<Counters>;
+
+impl WatchLayer<Counters> {
     pub fn on(counters: &Arc<Counters>) -> CountConnects {
-        CountConnects {
-            counters: counters.clone(),
+        WatchLayer {
+            watch: counters.clone(),
         }
-    }
-}
-
-impl<S> Layer<S> for CountConnects {
-    type Service = Counted<S>;
-
-    fn layer(&self, inner: S) -> Counted<S> {
-        Counted {
-            inner,
-            counters: self.counters.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Counted<S> {
-    inner: S,
-    counters: Arc<Counters>,
-}
-
-impl<S, R> Service<R> for Counted<S>
-where
-    S: Service<R, Error = BoxError>,
-    S::Future: Send + 'static,
-    S::Response: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: R) -> Self::Future {
-        let (connecting, counters) = (self.inner.call(request), self.counters.clone());
-        Box::pin(async move {
-            let result = connecting.await;
-            if result.is_ok() {
-                counters.connections.fetch_add(1, Ordering::Relaxed);
-            }
-            result
-        })
     }
 }

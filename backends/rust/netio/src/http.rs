@@ -82,7 +82,7 @@ impl HttpReader {
         }
         let authorization = headers.contains_key(AUTHORIZATION);
         let stall = StallLayer::default();
-        let connects = stall.times.clone();
+        let connects = stall.watch.clone();
         let client = Clients::new(options.max_connections, stall, counters.clone())?;
         Ok(HttpReader {
             client,

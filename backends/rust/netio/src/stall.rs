@@ -44,7 +44,18 @@ impl ConnectTimes {
     pub fn near(&self) -> bool {
         self.near.load(Ordering::Relaxed)
     }
+}
 
+/// What a connector layer (`WatchLayer`) asks before each connect and tells after
+/// one that succeeded: the stall rule here, the connection count (`connections`).
+pub trait ConnectWatch: Send + Sync + 'static {
+    /// How long the next connect may take (None: as long as the system lets it).
+    fn deadline(&self) -> Option<Duration>;
+    /// A connect succeeded after `took`.
+    fn connected(&self, took: Duration);
+}
+
+impl ConnectWatch for ConnectTimes {
     fn deadline(&self) -> Option<Duration> {
         let fastest = *self.fastest.lock().unwrap_or_else(|e| e.into_inner());
         fastest.map(|f| Duration::from_secs_f64(CONNECT_STALL.max(STALL_FACTOR * f.as_secs_f64())))
@@ -84,30 +95,56 @@ pub fn is_slow_connect(error: &(dyn Error + 'static)) -> bool {
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
-/// reqwest's connector, with each connect timed against `ConnectTimes`.
-#[derive(Clone, Default)]
-pub struct StallLayer {
-    pub times: Arc<ConnectTimes>,
+/// reqwest's connector, with each connect watched by `W`.
+pub struct WatchLayer<W> {
+    pub watch: Arc<W>,
 }
 
-impl<S> Layer<S> for StallLayer {
-    type Service = Stall<S>;
+/// Each connect timed against `ConnectTimes`.
+pub type StallLayer = WatchLayer<ConnectTimes>;
 
-    fn layer(&self, inner: S) -> Stall<S> {
-        Stall {
-            inner,
-            times: self.times.clone(),
+impl<W> Clone for WatchLayer<W> {
+    fn clone(&self) -> Self {
+        WatchLayer {
+            watch: self.watch.clone(),
         }
     }
 }
 
-#[derive(Clone)]
-pub struct Stall<S> {
-    inner: S,
-    times: Arc<ConnectTimes>,
+impl<W: Default> Default for WatchLayer<W> {
+    fn default() -> Self {
+        WatchLayer {
+            watch: Arc::default(),
+        }
+    }
 }
 
-impl<S, R> Service<R> for Stall<S>
+impl<S, W> Layer<S> for WatchLayer<W> {
+    type Service = Watched<S, W>;
+
+    fn layer(&self, inner: S) -> Watched<S, W> {
+        Watched {
+            inner,
+            watch: self.watch.clone(),
+        }
+    }
+}
+
+pub struct Watched<S, W> {
+    inner: S,
+    watch: Arc<W>,
+}
+
+impl<S: Clone, W> Clone for Watched<S, W> {
+    fn clone(&self) -> Self {
+        Watched {
+            inner: self.inner.clone(),
+            watch: self.watch.clone(),
+        }
+    }
+}
+
+impl<S, R, W: ConnectWatch> Service<R> for Watched<S, W>
 where
     S: Service<R, Error = BoxError>,
     S::Future: Send + 'static,
@@ -122,7 +159,7 @@ where
     }
 
     fn call(&mut self, request: R) -> Self::Future {
-        let (deadline, times) = (self.times.deadline(), self.times.clone());
+        let (deadline, watch) = (self.watch.deadline(), self.watch.clone());
         let connecting = self.inner.call(request);
         Box::pin(async move {
             let begun = Instant::now();
@@ -134,7 +171,7 @@ where
                 None => connecting.await,
             };
             if result.is_ok() {
-                times.connected(begun.elapsed());
+                watch.connected(begun.elapsed());
             }
             result
         })
