@@ -134,4 +134,7 @@ def test_a_small_backlog_drops_no_connect_once_the_limit_has_settled(reads):
     assert done.returncode == 0, done.stderr
     first, second = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     assert first > 0  # the server does drop past its backlog: the limit had to learn it
-    assert second == 0
+    # The second dataset starts at the limit learned. A connect that races the
+    # server's close can still overflow its queue of 2 now and then on a loaded
+    # machine (1 of 100 seen in CI on 3.13t), never the first dataset's dozens.
+    assert second * 5 <= first, (first, second)
