@@ -11,21 +11,10 @@ from __future__ import annotations
 
 import pytest
 from rawserver import RawServer
+from test_io_redirect_secrets import BODY, FAST, PASSWORD, SECRET, TOKEN, load
 
-from dataloader_api import DataLoader
-from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy
+from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset
 from dataloader_api.io.loopback import LoopbackServer
-
-FAST = RetryPolicy(max_retries=2, backoff=0.01, max_backoff=0.05)
-BODY = bytes(range(256)) * 40
-SECRET = "s3cr3t-header-value"
-TOKEN = "s3cr3t-query-token"
-PASSWORD = "s3cr3t-password"
-
-
-def load(data, backend):
-    workers = 0 if backend is None else 2
-    return list(DataLoader(data, num_workers=workers, backend=backend, batch_size=None))
 
 
 def redirecting(location: str, code: int):
