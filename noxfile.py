@@ -31,6 +31,7 @@ from nox_install import (
     RUST,
     TEST_DEPS,
     built_rust_wheels,
+    cargo_target_dir,
     install_project,
     install_suite,
     installed_backends,
@@ -196,7 +197,10 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "--strict", "backends/threads/dataloader_threads")
     session.run("mypy", "--strict", "backends/rust/dataloader_rust")
     session.run("mypy", "--strict", "backends/cffi/dataloader_cffi")
-    cargo = {"PYO3_PYTHON": str(Path(session.bin) / "python")}
+    cargo = {
+        "PYO3_PYTHON": str(Path(session.bin) / "python"),
+        "CARGO_TARGET_DIR": str(cargo_target_dir("lint")),
+    }
     with session.chdir(RUST):
         session.run("cargo", "fmt", "--check", external=True)
         session.run(
