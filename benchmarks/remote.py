@@ -122,6 +122,21 @@ def bare_client(urls: list[str], connections: int) -> Entry:
     )
 
 
+def thread_pool_client(urls: list[str], threads: int) -> Entry:
+    """What a user writes without a loader: ``urllib`` GETs (retrying 5xx) on a
+    ``ThreadPoolExecutor`` of ``threads``: few connections at once, so a server
+    with a small listen backlog drops none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    get = UrlGetRetrying(urls)
+
+    def epoch() -> int:
+        with ThreadPoolExecutor(threads) as pool:
+            return sum(len(body) > 0 for body in pool.map(get.__getitem__, range(len(urls))))
+
+    return Entry(f"urllib, {threads} threads, no loader", epoch, 0)
+
+
 def curl_client(urls: list[str], transfers: int) -> Entry | None:
     """A client in C, no loader: curl with ``transfers`` at once, connections
     opened at once (``--parallel --parallel-immediate``, curl's own way to fetch
@@ -355,6 +370,8 @@ def other_servers(s: Any) -> list[Table]:
             # 64 connects at once wait out 10f's dropped SYNs (27/s).
             if options[0] == CLOSING:
                 entries.append(curl_client(urls, CONCURRENCY))
+            else:  # 10e, 10f: a user's thread pool (10f's small backlog is read best slowly)
+                entries.append(thread_pool_client(urls, 8))
             slow = UrlGetRetrying(urls[: max(64, objects // 4)])
             entries += [e for e in _peer_rows(slow, [8], "urllib in __getitem__")[:1] if e]
             title = (

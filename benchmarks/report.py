@@ -15,6 +15,7 @@ import re
 import statistics
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -146,6 +147,25 @@ def _ratio(mine: dict, theirs: dict) -> float:
     return mine["median"] / theirs["median"]
 
 
+def _labelled(table: dict | None, prefix: str, within: str = "") -> dict | None:
+    """The row whose label starts with ``prefix`` and holds ``within``."""
+    rows = table["rows"] if table else []
+    return next((r for r in rows if r["label"].startswith(prefix) and within in r["label"]), None)
+
+
+def _io_targets(result: dict, versus: Callable[..., None]) -> None:
+    """Issue 46's: native reads against curl on each nginx site (10g), and the
+    small-backlog server read no slower than a user's 8 urllib threads (10f)."""
+    nginx = _table(result, "http_nginx")
+    for site, goal in (("keep-alive", 1.0), ("closing", 1.0), ("keep-alive, 1.6 % 1 s tail", 0.9)):
+        name = f"nginx {site}: "
+        versus(f"10g. {name}native ÷ curl", _labelled(nginx, name, "native reads"),
+               _labelled(nginx, name, "curl"), goal)  # fmt: skip
+    backlog = _table(result, "http_servers_f")
+    versus("10f. small backlog ÷ 8 urllib threads", _labelled(backlog, "native reads"),
+           _labelled(backlog, "urllib, 8 threads"), 1.0)  # fmt: skip
+
+
 def targets(result: dict) -> list[str]:
     """The targets of the Rust backend's issue, met or missed on this run (medians)."""
     lines = []
@@ -216,6 +236,7 @@ def targets(result: dict) -> list[str]:
         versus("9. native, 2 workers ÷ native, 1 worker", row(native, 2), row(native, 1), 1.9)
         torch = next((r for r in pillow_ours if r["peer"] == "torch" and r["workers"] == 2), None)
         versus("9. native, 2 workers ÷ torch + Pillow, 2 workers", row(native, 2), torch, 2.5)
+    _io_targets(result, versus)
     return [
         "| target | reached | goal | |",
         "|---|---:|---|---|",

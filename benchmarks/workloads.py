@@ -29,6 +29,7 @@ from measure import (
     tree_pss_mib,
 )
 from remote import remote
+from remote_nginx import nginx
 from scaling import scaling
 from shards_workload import shards
 from synthetic import Arrays, Blobs, PythonWork, Sleepy, Trivial, TrivialBatches
@@ -303,7 +304,7 @@ WORKLOADS = [
     Workload("7", "attach", attach_once),
     Workload("8", "import", lambda s: import_times(s.runs)),
     Workload("9", "images", images),
-    Workload("10", "remote", remote),
+    Workload("10", "remote", lambda s: [*remote(s), *nginx(s)]),
     Workload("11", "scaling", lambda s: scaling(s.names, s.runs, s.quick)),
     Workload(
         "12",
