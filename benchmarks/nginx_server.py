@@ -6,7 +6,9 @@ Each server is one ``server`` block on a port of its own: ``/{i}`` is held
 ``latency`` seconds (``echo_sleep``), ``/tail/{i}`` ``tail`` seconds (a latency
 tail: the caller picks which items go there), then the file; ``keepalive``
 False closes every connection (``keepalive_timeout 0``), ``backlog`` sets the
-listen backlog.
+listen backlog. ``/static/{name}`` serves the files put in ``Nginx.static`` as
+nginx serves any file: byte ranges, an ETag made of the file's mtime (in
+seconds) and length, Last-Modified.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def _block(site: Site, port: int, files: Path) -> str:
         location ~ ^/tail/(\\d+)$ {{ echo_sleep {site.tail}; echo_exec /objects/$1; }}
         location ~ ^/(\\d+)$ {{ echo_sleep {site.latency}; echo_exec /objects/$1; }}
         location /objects/ {{ internal; alias {files}/; }}
+        location /static/ {{ alias {files.parent}/static/; }}
     }}"""
 
 
@@ -71,6 +74,9 @@ class Nginx:
         base.chmod(0o755)  # nginx's workers run as another user when started as root
         files = base / "objects"
         files.mkdir()
+        #: served as they are at ``/static/{name}`` (ranges, ETag, Last-Modified)
+        self.static = base / "static"
+        self.static.mkdir()
         for i in range(objects):
             (files / str(i)).write_bytes(generated_object(i, size))
         self.urls = {name: f"http://127.0.0.1:{_free_port()}" for name in sites}

@@ -6,11 +6,16 @@
 #
 #     scripts/provision-nginx.sh    # prints the path of the `nginx` binary
 #
-# `benchmarks/nginx_server.py` writes its configuration and starts it.
+# `benchmarks/nginx_server.py` writes its configuration and starts it, for the
+# benchmarks (workload 10g) and for tests/test_io_nginx.py.
 set -euo pipefail
 
 version="1.22.1"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/dataloader-api/nginx-$version"
+# One provisioning at a time: test processes (pytest-xdist) may ask at once.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9
 if [[ ! -x "$cache/root/usr/sbin/nginx" || ! -f "$cache/root/usr/lib/nginx/modules/ngx_http_echo_module.so" ]]; then
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "provision-nginx: apt-get is needed (Debian's nginx and libnginx-mod-http-echo)" >&2
