@@ -104,6 +104,14 @@ MATRIX_SESSION = {
     "requires": ["provision(python='{python}')"],
     "download_python": "never",
 }
+#: what compares decoded pixels with Pillow's (and says which build it is): run on
+#: the plain-C build by `jpeg_plain_c`, on the SIMD one by `tests`
+JPEG_TESTS = [
+    "tests/test_jpeg_corrupt.py",
+    "tests/test_jpeg_scans.py",
+    "tests/test_transforms.py",
+    "tests/test_registry.py",
+]
 
 
 @nox.session(**MATRIX_SESSION)
@@ -217,6 +225,21 @@ def lint(session: nox.Session) -> None:
         )
         for crate in ("dataloader-core", "dataloader-imaging", "dataloader-netio"):
             session.run("cargo", "test", "--release", "-p", crate, env=cargo, external=True)
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def jpeg_plain_c(session: nox.Session) -> None:
+    """The rust backend built without SIMD decodes as the SIMD build and Pillow do.
+
+    libjpeg-turbo's plain-C and SIMD kernels differ on corrupt data: this builds the
+    rust backend in plain C (its default features off) and runs the JPEG tests,
+    which compare its pixels with Pillow's on a corrupt and cut set, as `nox -s
+    tests` does for the SIMD build."""
+    install_project(session, "pillow>=10.1", *TEST_DEPS, "pytest-timeout>=2.3", simd=False)
+    session.run(
+        "pytest", "-q", *PARALLEL, *JPEG_TESTS, "--timeout", "300",
+        env={"DATALOADER_EXPECT_JPEG_SIMD": "0"},
+    )  # fmt: skip
 
 
 @nox.session(python=False)

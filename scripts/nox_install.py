@@ -90,7 +90,7 @@ def cargo_target_dir(purpose: str) -> Path:
     return root / purpose
 
 
-def rust_build_env(session: nox.Session) -> dict[str, str]:
+def rust_build_env(session: nox.Session, simd: bool | None = None) -> dict[str, str]:
     """What pip's build of the rust backend gets: NASM on PATH, for libjpeg-turbo's
     SIMD kernels (the crate's default ``simd`` feature), when NASM is found or can
     be unpacked from the machine's Debian mirror (scripts/provision-nasm.sh);
@@ -100,7 +100,16 @@ def rust_build_env(session: nox.Session) -> dict[str, str]:
     NASM only when its build script runs, and cargo does not rerun it when PATH
     changes, so a plain-C libjpeg-turbo left in a shared target folder would be
     linked into a build that found NASM. ``DATALOADER_EXPECT_JPEG_SIMD`` (1 or 0)
-    keys the wheel cache on the choice and tells the tests what the build must be."""
+    keys the wheel cache on the choice and tells the tests what the build must be.
+
+    ``simd=False`` builds plain C whatever is found (the crate's default features
+    off), to compare the two builds' pixels (``nox -s jpeg_plain_c``)."""
+    if simd is False:
+        return {
+            "DATALOADER_EXPECT_JPEG_SIMD": "0",
+            "CARGO_TARGET_DIR": str(cargo_target_dir("nox-plain-c")),
+            "MATURIN_PEP517_ARGS": "--no-default-features",
+        }
     if not _NASM:
         try:
             found = session.run("bash", str(NASM), external=True, silent=True)
@@ -118,8 +127,9 @@ def rust_build_env(session: nox.Session) -> dict[str, str]:
     return env
 
 
-def install_project(session: nox.Session, *extra: str) -> None:
-    """The common API, every shipped backend, and ``extra``."""
+def install_project(session: nox.Session, *extra: str, simd: bool | None = None) -> None:
+    """The common API, every shipped backend, and ``extra`` (``simd``: see
+    ``rust_build_env``)."""
     pins = []
     if session.python == "3.13t":
         # NumPy 2.5 ships no cp313t wheels; 2.4 does, so pip need not build it.
@@ -127,7 +137,7 @@ def install_project(session: nox.Session, *extra: str) -> None:
     backends = [b for b in BACKENDS if not (b == CFFI and session.python in CFFI_REFUSES)]
     if session.python in CFFI_REFUSES:
         session.log(f"skipping the cffi backend: {CFFI_REFUSES[str(session.python)]}")
-    wheels = [backend_wheel(session, b) for b in backends]
+    wheels = [backend_wheel(session, b, simd) for b in backends]
     session.install(str(ROOT), *wheels, *pins, *extra)
 
 
@@ -146,10 +156,10 @@ def _source_digest(folder: Path, build_env: dict[str, str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def backend_wheel(session: nox.Session, folder: Path) -> str:
+def backend_wheel(session: nox.Session, folder: Path, simd: bool | None = None) -> str:
     """A wheel of the backend in ``folder`` for this session's interpreter, built
     once per source (the rust one with NASM's SIMD when it can be had)."""
-    build_env = rust_build_env(session) if folder == RUST else {}
+    build_env = rust_build_env(session, simd) if folder == RUST else {}
     out = WHEELS / f"{folder.name}-{session.python}-{_source_digest(folder, build_env)}"
     wheels = sorted(out.glob("*.whl"))
     if not wheels:
