@@ -236,6 +236,11 @@ def targets(result: dict) -> list[str]:
         versus("9. native, 2 workers ÷ native, 1 worker", row(native, 2), row(native, 1), 1.9)
         torch = next((r for r in pillow_ours if r["peer"] == "torch" and r["workers"] == 2), None)
         versus("9. native, 2 workers ÷ torch + Pillow, 2 workers", row(native, 2), torch, 2.5)
+    for id, what in (("handoff_trivial", "trivial"), ("handoff_numpy", "NumPy")):
+        table = _table(result, id)
+        calling = _labelled(table, "dataloader_api, calling thread")
+        best = _ours_best(table, 2) if table else None
+        versus(f"15. {what}, 2 workers ÷ calling thread", best, calling, 0.9)
     _io_targets(result, versus)
     return [
         "| target | reached | goal | |",

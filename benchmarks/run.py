@@ -41,7 +41,9 @@ def main() -> None:
         help="comma-separated backends (default: every installed one, in preference order)",
     )
     parser.add_argument(
-        "--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13,14", help="workloads to run (default all)"
+        "--only",
+        default=",".join(str(n) for n in range(1, 16)),
+        help="workloads to run (default all)",
     )
     parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args()

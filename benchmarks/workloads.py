@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import peers
+from handoff import handoff
 from image_workload import images
 from import_time import import_times
 from instructions import instructions
@@ -313,4 +314,5 @@ WORKLOADS = [
     ),
     Workload("13", "under_load", lambda s: under_load(s.names, s.runs, s.quick)),
     Workload("14", "shards", shards),
+    Workload("15", "handoff", handoff),
 ]
