@@ -50,9 +50,9 @@ CONFORMANCE_DEPS = [
     *TEST_DEPS,
     "pytest-timeout>=2.3",
     "hypothesis>=6.100,<6.156",
-    "tqdm",  # tests/test_stats.py: the progress bar's total
+    "tqdm",  # tests/features/test_stats.py: the progress bar's total
     "pillow>=10.1",  # the transforms' reference execution (the [images] extra)
-    "boto3",  # tests/test_io_object_store.py: uploads the objects, checks our signatures
+    "boto3",  # tests/io/test_io_object_store.py: uploads the objects, checks our signatures
 ]
 BROKEN_BACKENDS = ROOT / "conformance" / "broken"
 # The backend guide's example, checked like any out-of-tree backend.

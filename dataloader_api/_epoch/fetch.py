@@ -5,7 +5,7 @@ of ``dataset[i]``. With workers, the same fetch also picks each worker's own
 copy of the dataset (``_workers.dataset_copies``) and stops a batch between its
 items once the epoch is closed: all in the one frame above ``dataset[i]``, as
 torch has one, because each wrapper frame (a file, a call) is paid by every
-batch (``tests/test_batch_frames.py`` counts the files one batch crosses).
+batch (``tests/epoch/test_batch_frames.py`` counts the files one batch crosses).
 
 Why a batch stops between its items: a job is a whole batch. Without the check,
 a worker went on starting the remaining items of its batch after ``break``,

@@ -13,7 +13,7 @@ warning of ``_common.distributed_ranks`` names the fix: never a silent duplicate
 
 NOTE: the wrapped methods are private to each framework. They are looked up by
 name and left alone when missing or of another shape; the torch nox session
-runs both frameworks for real with two processes (``tests/frameworks/``).
+runs both frameworks for real with two processes (``tests/pytorch/frameworks/``).
 """
 
 from __future__ import annotations

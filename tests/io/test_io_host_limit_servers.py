@@ -127,7 +127,7 @@ def test_a_small_backlog_drops_no_connect_once_the_limit_has_settled(reads):
         pytest.skip("needs a network namespace of its own (unshare -n: root)")
     if shutil.which("ip") is None:
         pytest.skip("needs ip(8) to bring the namespace's loopback up")
-    root = str(Path(__file__).parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root}
     done = subprocess.run([unshare, "-n", sys.executable, "-c", _SMALL_BACKLOG, reads],
                           env=env, capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from rawserver import RawServer
-from test_shards import make_shards
+from shard_files import make_shards
 
 from dataloader_api import DataLoader
 from dataloader_api.io import (

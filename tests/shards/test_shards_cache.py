@@ -14,7 +14,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from test_shards import BACKENDS, make_shards, private_cache, write_shard  # noqa: F401 (a fixture)
+from shard_files import make_shards, write_shard
+from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
 from dataloader_api.io import HttpDataset, ObjectStoreDataset
@@ -184,7 +185,7 @@ print(full >> 20, (rss() - base) >> 20)
 def test_freed_shard_buffers_go_back_to_the_system():
     """A process cycling through shard buffers (shuffled reads under
     max_bytes_in_memory) kept every freed one: measured in a child process."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     environment = {
         **os.environ,
         "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",

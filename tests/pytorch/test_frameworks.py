@@ -1,6 +1,6 @@
 """Lightning DDP and accelerate shard our DataLoader as they shard torch's, with
 the items still loaded on our worker threads: real 2-process CPU runs (gloo on
-loopback) of the scripts in tests/frameworks/. The torch nox session installs both."""
+loopback) of the scripts in tests/pytorch/frameworks/. The torch nox session installs both."""
 
 from __future__ import annotations
 

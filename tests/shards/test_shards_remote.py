@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from s3_server import run_s3_server
-from test_shards import BACKENDS, make_shards, private_cache  # noqa: F401 (a fixture)
+from shard_files import make_shards
+from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
 from dataloader_api.io import FetchError, HttpDataset, ObjectStoreDataset, RetryPolicy

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import io
 import itertools
-import json
 import pickle
-import tarfile
 from pathlib import Path
 
 import pytest
+from shard_files import make_shards, sample_members, write_shard
 
 import dataloader_api
 from dataloader_api import DataLoader
@@ -25,34 +24,6 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
     folder = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("DATALOADER_CACHE_DIR", str(folder))
     return folder / "tar-index"
-
-
-def write_shard(path: Path, members: list[tuple[str, bytes]]) -> None:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
-def sample_members(key: int) -> list[tuple[str, bytes]]:
-    return [
-        (f"s/{key:05d}.jpg", bytes([key % 251]) * (key % 7 + 1)),
-        (f"s/{key:05d}.CLS", str(key).encode()),
-        (f"s/{key:05d}.meta.json", json.dumps({"key": key}).encode()),
-    ]
-
-
-def make_shards(folder: Path, shards: int, per_shard: list[int] | int) -> str:
-    sizes = per_shard if isinstance(per_shard, list) else [per_shard] * shards
-    key = 0
-    for shard, size in enumerate(sizes):
-        members = []
-        for _ in range(size):
-            members += sample_members(key)
-            key += 1
-        write_shard(folder / f"train-{shard:03d}.tar", members)
-    return str(folder / f"train-{{000..{shards - 1:03d}}}.tar")
 
 
 def test_brace_patterns():

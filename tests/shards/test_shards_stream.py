@@ -10,7 +10,7 @@ import io
 import threading
 
 import pytest
-from test_shards import make_shards, private_cache  # noqa: F401 (a fixture)
+from test_shards import private_cache  # noqa: F401 (a fixture)
 from test_shards_remote import endpoint, served  # noqa: F401 (a fixture)
 
 import dataloader_api

@@ -13,7 +13,7 @@ import pytest
 
 from dataloader_api import integrations
 
-GUIDE = Path(__file__).parents[1] / "docs" / "user-guide.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "user-guide.md"
 
 CHILD = """
 import json, sys

@@ -9,7 +9,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_shards import BACKENDS, make_shards, private_cache  # noqa: F401 (a fixture)
+from shard_files import make_shards
+from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api import DataLoader
 from dataloader_api.io.loopback import IgnoreRange, LoopbackServer

@@ -22,7 +22,7 @@ from dataloader_api.shards import ShardError, TarShards
 from dataloader_api.shards import _dataset as dataset_module
 from dataloader_api.shards.__main__ import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _shard(path: Path, keys: range, form: int = tarfile.USTAR_FORMAT, long: bool = False) -> Path:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_shards import BACKENDS, sample_members, write_shard
+from shard_files import sample_members, write_shard
+from test_shards import BACKENDS
 from test_shards_companion import write_dali_index
 
 from dataloader_api import DataLoader

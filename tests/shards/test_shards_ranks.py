@@ -11,7 +11,8 @@ import sys
 import textwrap
 
 import pytest
-from test_shards import make_shards, private_cache  # noqa: F401 (a fixture)
+from shard_files import make_shards
+from test_shards import private_cache  # noqa: F401 (a fixture)
 
 from dataloader_api.shards import TarShards
 

@@ -13,13 +13,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_shards import (  # noqa: F401 (a fixture)
-    BACKENDS,
-    make_shards,
-    private_cache,
-    sample_members,
-    write_shard,
-)
+from shard_files import make_shards, sample_members, write_shard
+from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 from test_shards_companion import write_dali_index
 
 from dataloader_api import DataLoader, default_collate
