@@ -30,6 +30,7 @@ from nox_install import (
     PARALLEL,
     RUST,
     TEST_DEPS,
+    bench_peers,
     built_rust_wheels,
     cargo_target_dir,
     install_project,
@@ -107,10 +108,10 @@ MATRIX_SESSION = {
 #: what compares decoded pixels with Pillow's (and says which build it is): run on
 #: the plain-C build by `jpeg_plain_c`, on the SIMD one by `tests`
 JPEG_TESTS = [
-    "tests/test_jpeg_corrupt.py",
-    "tests/test_jpeg_scans.py",
-    "tests/test_transforms.py",
-    "tests/test_registry.py",
+    "tests/transforms/test_jpeg_corrupt.py",
+    "tests/transforms/test_jpeg_scans.py",
+    "tests/transforms/test_transforms.py",
+    "tests/common/test_registry.py",
 ]
 
 
@@ -288,24 +289,7 @@ def bench(session: nox.Session) -> None:
     `nox -s bench -- --quick` installs no peer and only proves the runner works (CI).
     """
     quick = "--quick" in session.posargs
-    peers: list[str] = []
-    if not quick:
-        # Where each has wheels (PyPI, 2026-12): SPDL's is pure Python; torch 2.15 has
-        # cp311-cp314 and cp314t, dataloader-rs 0.2.0 cp313, cp314 and cp314t, Grain
-        # GIL builds only. So 3.13t gets SPDL alone.
-        version = str(session.python)
-        free_threaded, minor = version.endswith("t"), version.rstrip("t")
-        peers = ["spdl"]
-        if not free_threaded or minor >= "3.14":
-            peers.append("torch")  # its PyPI wheels bring CUDA (about 5 GiB)
-        if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
-            peers.append("dataloader-rs")
-        if not free_threaded:
-            peers.append("webdataset")  # workload 14's peer (its pyyaml: GIL builds' wheels)
-            peers.append("grain")
-            # Workload 9's source photos; on 3.13t its scipy would need a Fortran
-            # build (with numpy<2.5), so photos.py generates scenes there.
-            peers.append("scikit-image")
+    peers = [] if quick else bench_peers(str(session.python))
     # boto3 uploads workload 14c's shards to moto's server (scripts/provision-moto.sh).
     install_project(session, "pillow>=10.1", "boto3", *peers)
     results = ROOT / "benchmarks" / "results"

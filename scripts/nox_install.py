@@ -21,6 +21,7 @@ __all__ = [
     "TEST_DEPS",
     "WHEELS",
     "backend_wheel",
+    "bench_peers",
     "cargo_target_dir",
     "install_project",
     "install_suite",
@@ -228,3 +229,23 @@ def run_conformance(
     if check_broken:
         # Each broken fixture fails the property it breaks: the suite catches what it claims.
         session.run("pytest", "-q", "conformance/check_broken_backends.py", "--timeout", "900")
+
+
+def bench_peers(version: str) -> list[str]:
+    """The peers `nox -s bench` installs on CPython ``version`` ("3.13t"): where each
+    has wheels (PyPI, 2026-12). SPDL's is pure Python; torch 2.15 has cp311-cp314 and
+    cp314t, dataloader-rs 0.2.0 cp313, cp314 and cp314t, Grain GIL builds only. So
+    3.13t gets SPDL alone."""
+    free_threaded, minor = version.endswith("t"), version.rstrip("t")
+    peers = ["spdl"]
+    if not free_threaded or minor >= "3.14":
+        peers.append("torch")  # its PyPI wheels bring CUDA (about 5 GiB)
+    if minor >= "3.13" and (not free_threaded or minor >= "3.14"):
+        peers.append("dataloader-rs")
+    if not free_threaded:
+        peers.append("webdataset")  # workload 14's peer (its pyyaml: GIL builds' wheels)
+        peers.append("grain")
+        # Workload 9's source photos; on 3.13t its scipy would need a Fortran
+        # build (with numpy<2.5), so photos.py generates scenes there.
+        peers.append("scikit-image")
+    return peers

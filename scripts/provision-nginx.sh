@@ -7,7 +7,7 @@
 #     scripts/provision-nginx.sh    # prints the path of the `nginx` binary
 #
 # `benchmarks/nginx_server.py` writes its configuration and starts it, for the
-# benchmarks (workload 10g) and for tests/test_io_nginx.py.
+# benchmarks (workload 10g) and for the tests (tests/nginx_sites.py).
 set -euo pipefail
 
 version="1.22.1"

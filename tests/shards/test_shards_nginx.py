@@ -1,73 +1,26 @@
-"""Reads from nginx, a server nobody here wrote (Debian's nginx 1.22 and its echo
-module, provisioned by scripts/provision-nginx.sh; benchmarks/nginx_server.py
-writes its configuration): every byte exact on every backend from a keep-alive
-site, a site closing every connection and one with a latency tail; tar shards
-read with nginx's own range replies equal the local ones; a shard replaced on
-nginx by one of the same length is an error, through nginx's own ETag."""
+"""Tar shards from nginx, a server nobody here wrote (``tests/nginx_sites.py``):
+read with nginx's own range replies they equal the local ones, and a shard
+replaced there by one of the same length is indexed again or refused, through
+nginx's own ETag."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-from test_shards import BACKENDS, make_shards, private_cache  # noqa: F401 (a fixture)
+from nginx_sites import nginx_sites
+from shard_files import make_shards
+from test_shards import BACKENDS, private_cache  # noqa: F401 (a fixture)
 from test_shards_cache import _items_carry_their_keys, _keyed_shard
 
 from dataloader_api import DataLoader
-from dataloader_api.io import HttpDataset
-from dataloader_api.io.loopback import generated_object
 from dataloader_api.shards import ShardError, TarShards
-
-SERVER = Path(__file__).resolve().parents[1] / "benchmarks" / "nginx_server.py"
-SIZE = 20_000
-OBJECTS = 200
-
-
-def _nginx_module():
-    spec = importlib.util.spec_from_file_location("nginx_server", SERVER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def nginx():
-    if shutil.which("apt-get") is None:
-        pytest.skip("nginx comes from Debian's packages (apt-get download): not a Debian machine")
-    server_module = _nginx_module()
-    sites = {
-        "keep-alive": server_module.Site(latency=0.002),
-        "closing": server_module.Site(latency=0.002, keepalive=False),
-        "tail": server_module.Site(latency=0.002, tail=0.3),
-    }
-    server = server_module.Nginx(OBJECTS, SIZE, sites)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.mark.parametrize("site", ["keep-alive", "closing", "tail"])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_every_byte_from_nginx_is_exact(nginx, backend, site):
-    base = nginx.urls[site]
-    # on the tail site every 16th reply is held 0.3 s
-    urls = [
-        f"{base}/tail/{i}" if site == "tail" and i % 16 == 8 else f"{base}/{i}"
-        for i in range(OBJECTS)
-    ]
-    loader = DataLoader(HttpDataset(urls), batch_size=8, num_workers=2, backend=backend,
-                        collate_fn=lambda batch: batch, max_concurrency=32)  # fmt: skip
-    got = [body for batch in loader for body in batch]
-    assert len(got) == OBJECTS
-    wrong = [i for i, body in enumerate(got) if body != generated_object(i, SIZE)]
-    assert wrong == []
+    yield from nginx_sites()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
