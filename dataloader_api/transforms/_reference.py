@@ -15,12 +15,12 @@ from ._blur import gaussian_blur
 from ._color import ADJUSTMENTS, adjust, color_jitter
 from ._decode import decode
 from ._errors import TransformError
+from ._op_base import Op
+from ._op_convert import Normalize
 from ._op_erasing import RandomErasing
-from ._ops import (
+from ._op_geometry import (
     CenterCrop,
     Crop,
-    Normalize,
-    Op,
     Pad,
     PadTo,
     RandomCrop,
@@ -28,7 +28,7 @@ from ._ops import (
     RandomResizedCrop,
     RandomVFlip,
     Resize,
-)  # fmt: skip
+)
 from ._point import luma, random_grayscale, random_lookup, random_sharpness
 from ._random import ItemRandom
 
