@@ -35,6 +35,8 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(pool_shared::drain_at_exit, module)?)?;
     module.add_class::<pixel_buffer::PixelBuffer>()?;
     module.add_function(wrap_pyfunction!(images::run_pipeline, module)?)?;
+    module.add_function(wrap_pyfunction!(pipeline_record::pipeline_ops, module)?)?;
+    module.add_function(wrap_pyfunction!(pipeline_record::pipeline_fields, module)?)?;
     module.add("JPEG_SIMD", dataloader_imaging::JPEG_SIMD)?;
     module.add("WITHOUT_SIMD", jpeg_build::WITHOUT_SIMD)?;
     module.add_class::<netio::NativeReader>()?;
