@@ -2,7 +2,7 @@
 
 Each is a frozen record whose fields are its arguments, checked when built;
 ``Op.to_dict`` writes those fields, and the native parser reads them by the
-same names (``backends/rust/src/pipeline_record.rs``)."""
+same names (``backends/rust/src/images/pipeline_record.rs``)."""
 
 from __future__ import annotations
 

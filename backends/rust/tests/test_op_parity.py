@@ -1,6 +1,6 @@
 """Each op is described once per language, and the two descriptions agree: every
 Python op (``transforms._ops.OPS``) has a row in the native parser's table
-(``backends/rust/src/pipeline_record.rs``) and every row a Python op, and each
+(``backends/rust/src/images/pipeline_record.rs``) and every row a Python op, and each
 row reads exactly the fields of its op's record (``Op.to_dict()``)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 //! The ops a pipeline holds: `dataloader_api.transforms`' records as the
 //! native side holds them, their arguments as the Python record checked them.
-//! The pyo3 crate builds them from the records (`src/pipeline_record.rs`, one
-//! row per op); [`crate::pipeline`] runs them.
+//! The pyo3 crate builds them from the records (one row per op in
+//! `src/images/pipeline_record.rs`); [`crate::pipeline`] runs them.
 
 use crate::color::{Adjust, Jitter};
 use crate::erasing::ErasingValue;
