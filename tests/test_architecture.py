@@ -215,13 +215,32 @@ def test_the_common_api_has_no_import_circle():
 
 
 def test_the_rust_modules_have_no_use_circle():
+    """Neither between the glue's module folders (``pool``, ``images``...) nor
+    between the files within them: every ``crate::`` path names a folder, then
+    maybe a file in it."""
     source = ROOT / "backends" / "rust" / "src"
-    modules = {p.stem: p for p in source.glob("*.rs")}
-    graph = {
-        name: set(re.findall(r"\bcrate::(\w+)", path.read_text())) & set(modules) - {name}
-        for name, path in modules.items()
+    files = {
+        ".".join(p.relative_to(source).with_suffix("").parts): p
+        for p in source.rglob("*.rs")
+        if p.name not in ("lib.rs", "mod.rs")
     }
+    assert len(files) > 15, sorted(files)
+    graph: dict[str, set[str]] = {}
+    folders: dict[str, set[str]] = {name.split(".")[0]: set() for name in files}
+    for name, path in files.items():
+        top = name.split(".")[0]
+        used = set()
+        for first, second in re.findall(r"\bcrate::(\w+)(?:::(\w+))?", path.read_text()):
+            target = f"{first}.{second}" if f"{first}.{second}" in files else first
+            assert target in files or any(f.startswith(first + ".") for f in files), (
+                f"{name} uses crate::{first}, no module of the glue"
+            )
+            used.add(target)
+            if first != top:
+                folders[top].add(first)
+        graph[name] = used - {name}
     _assert_no_circle(graph)
+    _assert_no_circle(folders)
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
@@ -237,7 +256,7 @@ def test_rooms_stay_small():
         *PACKAGE.rglob("*.py"),
         *(p for folder in BACKENDS.values() for p in folder.rglob("*.py")),
         *(ROOT / "backends" / "rust").glob("*/src/*.rs"),
-        *(ROOT / "backends" / "rust" / "src").glob("*.rs"),
+        *(ROOT / "backends" / "rust" / "src").rglob("*.rs"),
         *(ROOT / "benchmarks").glob("*.py"),
         *(ROOT / "backends" / "cffi" / "csrc").glob("*.[ch]"),
         *(ROOT / "scripts").glob("*.py"),

@@ -16,18 +16,18 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
-from ._op_apply import (
+from ._op_apply import RandomApply
+from ._op_blur import GaussianBlur
+from ._op_color import AdjustBrightness, AdjustContrast, AdjustHue, AdjustSaturation, ColorJitter
+from ._op_erasing import RandomErasing
+from ._op_point import (
     RandomAdjustSharpness,
-    RandomApply,
     RandomAutocontrast,
     RandomEqualize,
     RandomGrayscale,
     RandomPosterize,
     RandomSolarize,
 )
-from ._op_blur import GaussianBlur
-from ._op_color import AdjustBrightness, AdjustContrast, AdjustHue, AdjustSaturation, ColorJitter
-from ._op_erasing import RandomErasing
 from ._ops import (
     INTERPOLATIONS,
     PADDING_MODES,

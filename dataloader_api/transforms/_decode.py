@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ImageDecodeError
-from ._ops import Decode
+from ._op_convert import Decode
 
 if TYPE_CHECKING:
     import numpy as np

@@ -90,6 +90,13 @@ def _channels(op: str, name: str, value: Any, positive: bool) -> tuple[float, ..
     return numbers
 
 
+def _probability(op: str, value: Any) -> float:
+    p = _number(op, "p", value)
+    if not 0 <= p <= 1:
+        raise ValueError(f"{op}: p should be a number from 0 to 1, but got p={value!r}")
+    return p
+
+
 def _fill_fits(op: Op, value: float, kind: Kind, name: str = "value") -> Kind:
     if kind[0] == "uint8" and not (float(value).is_integer() and 0 <= value <= 255):
         raise ValueError(

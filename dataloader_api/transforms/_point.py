@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TransformError
-from ._op_apply import RandomAdjustSharpness, RandomGrayscale
 from ._op_base import Op
+from ._op_point import RandomAdjustSharpness, RandomGrayscale
 from ._random import ItemRandom
 
 if TYPE_CHECKING:

@@ -56,7 +56,7 @@ class RustBackend:
     def describe(self) -> dict[str, str]:
         """What this build is (``contract.Describes``): whether libjpeg-turbo got
         its SIMD kernels, which needs NASM when the backend is compiled, and how
-        a thread that finalization ends ends (``exit_hang.rs``)."""
+        a thread that finalization ends ends (``src/interp/exit_hang.rs``)."""
         jpeg = (
             "libjpeg-turbo with its SIMD kernels"
             if JPEG_SIMD

@@ -8,6 +8,7 @@ pub mod color;
 pub mod decode;
 pub mod erasing;
 pub mod jpeg;
+pub mod op;
 pub mod ops;
 pub mod pipeline;
 mod pipeline_decode;
@@ -17,7 +18,8 @@ pub mod random_crop;
 pub mod resample;
 pub mod resample_simd;
 
-pub use pipeline::{Op, Pipeline};
+pub use op::{Op, Size};
+pub use pipeline::Pipeline;
 
 /// An image: `height` × `width` × `channels`, row-major, HWC unless `chw`.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,112 +1,15 @@
 //! A pipeline as the native side holds it, and its run on one item.
 
 use crate::blur;
-use crate::color::{self, Adjust, Jitter};
+use crate::color;
 use crate::erasing::{self, ErasingValue};
+use crate::op::{Op, Size};
 use crate::ops;
-use crate::point::{self, Point};
+use crate::point;
 use crate::random::ItemRandom;
 use crate::random_crop::{self, PadMode};
 use crate::resample::{resize, Filter};
 use crate::{admit, Fallback, Image, Pixels};
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Size {
-    /// The shorter side (aspect kept, the longer side truncated).
-    Shorter(usize),
-    Exact(usize, usize),
-}
-
-/// The ops of `transforms/_ops.py`, with their arguments as checked there.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Op {
-    Decode {
-        max_pixels: u64,
-        /// A JPEG at 1/2, 1/4 or 1/8 scale when a RandomResizedCrop's box allows
-        draft: bool,
-    },
-    ToRgb,
-    ToGray,
-    Crop {
-        top: usize,
-        left: usize,
-        height: usize,
-        width: usize,
-    },
-    CenterCrop {
-        height: usize,
-        width: usize,
-    },
-    Resize {
-        size: Size,
-        filter: Filter,
-    },
-    RandomResizedCrop {
-        height: usize,
-        width: usize,
-        scale: (f64, f64),
-        ratio: (f64, f64),
-        filter: Filter,
-    },
-    Pad {
-        top: usize,
-        bottom: usize,
-        left: usize,
-        right: usize,
-        value: f64,
-    },
-    PadTo {
-        height: usize,
-        width: usize,
-        value: f64,
-    },
-    ColorJitter(Jitter),
-    Adjust(Adjust),
-    /// `ops` in order when the item's draw is below `p` (torchvision's RandomApply)
-    RandomApply {
-        p: f64,
-        ops: Vec<Op>,
-    },
-    Point(Point),
-    GaussianBlur {
-        /// (x, y): width first, as torchvision
-        kernel_size: (usize, usize),
-        sigma: (f64, f64),
-    },
-    RandomErasing {
-        p: f64,
-        scale: (f64, f64),
-        ratio: (f64, f64),
-        value: ErasingValue,
-    },
-    RandomCrop {
-        height: usize,
-        width: usize,
-        /// left, top, right, bottom
-        padding: [usize; 4],
-        pad_if_needed: bool,
-        fill: f64,
-        mode: PadMode,
-    },
-    HFlip,
-    VFlip,
-    RandomHFlip {
-        p: f64,
-    },
-    RandomVFlip {
-        p: f64,
-    },
-    Rotate90 {
-        k: i64,
-    },
-    ToFloat,
-    Normalize {
-        mean: Vec<f32>,
-        std: Vec<f32>,
-    },
-    ToChw,
-    ToHwc,
-}
 
 /// What a pipeline starts from.
 pub enum Input<'a> {

@@ -4,8 +4,9 @@
 
 use crate::decode::{decode, decode_cropped};
 use crate::jpeg::Region;
+use crate::op::Op;
 use crate::ops;
-use crate::pipeline::{resample, Op, Pipeline};
+use crate::pipeline::{resample, Pipeline};
 use crate::random::ItemRandom;
 use crate::{Fallback, Image};
 

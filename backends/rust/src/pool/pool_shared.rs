@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::attach;
+use crate::interp::attach;
 
 /// What a job leaves for the consumer: its batch or its exception.
 pub type Outcome = PyResult<Py<PyAny>>;
@@ -231,7 +231,7 @@ impl PoolShared {
 }
 
 /// What an epoch holds of its pool to start jobs on it. Epochs get this, not
-/// the `Pool` pyclass, so that the stream modules do not depend on `pool.rs`.
+/// the `Pool` pyclass, so that the stream modules do not depend on `rayon_pool.rs`.
 #[derive(Clone)]
 pub struct Workers {
     pub shared: Arc<PoolShared>,

@@ -13,7 +13,7 @@ use dataloader_netio::{
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::attach;
+use crate::interp::attach;
 
 fn item<'py>(spec: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
     spec.get_item(key)?

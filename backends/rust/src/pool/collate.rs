@@ -9,7 +9,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
-use crate::attach;
+use crate::interp::attach;
 
 pub struct NativeCollate {
     /// The Python function, untimed, for what is not collated natively: the

@@ -9,12 +9,12 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 use dataloader_imaging::pipeline::Input;
 use dataloader_imaging::{Image, Op, Pipeline};
 
-use crate::attach;
-use crate::batch_pool::BatchPool;
-use crate::batch_slots::{Like, Placed, Slots};
-use crate::jpeg_build;
-use crate::pipeline_record::parse;
-use crate::pixel_buffer::PixelBuffer;
+use crate::images::batch_pool::BatchPool;
+use crate::images::batch_slots::{Like, Placed, Slots};
+use crate::images::jpeg_build;
+use crate::images::pipeline_record::parse;
+use crate::images::pixel_buffer::PixelBuffer;
+use crate::interp::attach;
 
 /// An item's image copied out of Python, or None when the reference must run it.
 pub enum Owned {

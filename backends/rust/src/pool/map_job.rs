@@ -1,6 +1,6 @@
 //! What one map-style job runs on a pool thread: `collate(fetch(indices))`,
 //! or the backend's own version of either step (items fetched in parallel,
-//! a transforms pipeline run natively (`images.rs`),
+//! a transforms pipeline run natively (`images/transform.rs`),
 //! native collation) with its time reported to the loader.
 
 use std::sync::Arc;
@@ -11,10 +11,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rayon::prelude::*;
 
-use crate::attach;
-use crate::collate::NativeCollate;
 use crate::contract::{stats_method, MapWork};
-use crate::images::{Fetched, ImageJobs};
+use crate::images::transform::{Fetched, ImageJobs};
+use crate::interp::attach;
+use crate::pool::collate::NativeCollate;
 
 /// The callables a map-style job runs, looked up once per epoch.
 pub struct MapJobs {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::attach;
-use crate::pool_shared::lock;
+use crate::interp::attach;
+use crate::pool::pool_shared::lock;
 
 /// The consumer checks for signals (KeyboardInterrupt) at least this often.
 const WAIT_SLICE: Duration = Duration::from_millis(20);

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple, PyType};
 
-use crate::attach;
+use crate::interp::attach;
 
 /// A job as the consumer took it: its place in the epoch, its indices, and
 /// `BatchJob.started` (what `fetch` receives instead of the indices, when set).

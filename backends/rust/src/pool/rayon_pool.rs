@@ -9,13 +9,13 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::attach;
 use crate::contract;
-use crate::iter_stream::IterStream;
-use crate::map_job::MapJobs;
-use crate::map_stream::MapStream;
-use crate::pool_shared::{lock, panic_error, register_live, PoolShared, Threads, Workers};
-use crate::wait;
+use crate::interp::attach;
+use crate::pool::iter_stream::IterStream;
+use crate::pool::map_job::MapJobs;
+use crate::pool::map_stream::MapStream;
+use crate::pool::pool_shared::{lock, panic_error, register_live, PoolShared, Threads, Workers};
+use crate::pool::wait;
 
 /// Free-threaded builds: how often idle workers run a little Python (see `idle_ticker`).
 #[cfg(Py_GIL_DISABLED)]

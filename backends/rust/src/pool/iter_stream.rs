@@ -11,12 +11,12 @@ use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::attach;
 use crate::contract::{IterWork, StreamSpec};
-use crate::pool_shared::{
+use crate::interp::attach;
+use crate::pool::pool_shared::{
     deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, PoolShared, Workers,
 };
-use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
+use crate::pool::wait::{deadline, wait_for, wait_out_interpreter_exit};
 
 /// A worker waiting for room wakes this often, to notice exit and closing.
 const IDLE_WAKE: Duration = Duration::from_millis(200);

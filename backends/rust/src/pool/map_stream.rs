@@ -12,12 +12,14 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::attach;
 use crate::contract::StreamSpec;
-use crate::index_plan::{Job, Plan};
-use crate::map_job::MapJobs;
-use crate::pool_shared::{deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, Workers};
-use crate::wait::{deadline, wait_for, wait_out_interpreter_exit};
+use crate::interp::attach;
+use crate::pool::index_plan::{Job, Plan};
+use crate::pool::map_job::MapJobs;
+use crate::pool::pool_shared::{
+    deliver, lock, panic_error, pool_closed_error, Epoch, Outcome, Workers,
+};
+use crate::pool::wait::{deadline, wait_for, wait_out_interpreter_exit};
 
 /// How long a worker with no job left waits for the consumer's next one.
 const LINGER: Duration = Duration::from_millis(5);
