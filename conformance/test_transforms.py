@@ -71,8 +71,20 @@ geometry = st.one_of(
     st.builds(T.ToGray),
     st.builds(T.ToRGB),
 )
-# Ops over ops: RandomApply of ops that keep the image's kind (geometry's all do).
-applied = st.builds(T.RandomApply, st.lists(geometry, min_size=1, max_size=3), p=st.floats(0, 1))
+# Ops over ops: RandomApply, RandomChoice and RandomOrder of ops that keep the
+# image's kind (geometry's all do).
+inner = st.lists(geometry, min_size=1, max_size=3)
+applied = (
+    st.builds(T.RandomApply, inner, p=st.floats(0, 1))
+    | inner.flatmap(
+        lambda ops: st.builds(
+            T.RandomChoice,
+            st.just(ops),
+            st.none() | st.lists(st.floats(0.01, 5), min_size=len(ops), max_size=len(ops)),
+        )
+    )
+    | st.builds(T.RandomOrder, inner)
+)
 
 
 @st.composite
@@ -98,9 +110,11 @@ def pipelines(draw):
 
 
 def flat(ops):
-    """The ops in the order they may run, RandomApply's in its place."""
+    """The ops that may run, an op over ops' in its place (for tolerances: any
+    order of RandomOrder's ops is covered by its ops' own tolerances)."""
+    over = (T.RandomApply, T.RandomChoice, T.RandomOrder)
     for op in ops:
-        yield from flat(op.transforms) if isinstance(op, T.RandomApply) else [op]
+        yield from flat(op.transforms) if isinstance(op, over) else [op]
 
 
 def tolerance(pipeline: T.Compose) -> float:

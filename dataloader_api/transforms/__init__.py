@@ -16,7 +16,7 @@ backend and worker count.
 
 from ._collate_images import ImageCollate, stack_images
 from ._errors import ImageDecodeError, TransformError
-from ._op_apply import RandomApply
+from ._op_apply import RandomApply, RandomChoice, RandomOrder
 from ._op_blur import GaussianBlur
 from ._op_color import AdjustBrightness, AdjustContrast, AdjustHue, AdjustSaturation, ColorJitter
 from ._op_erasing import RandomErasing
@@ -83,11 +83,13 @@ __all__ = [
     "RandomAdjustSharpness",
     "RandomApply",
     "RandomAutocontrast",
+    "RandomChoice",
     "RandomCrop",
     "RandomEqualize",
     "RandomErasing",
     "RandomGrayscale",
     "RandomHFlip",
+    "RandomOrder",
     "RandomPosterize",
     "RandomResizedCrop",
     "RandomSolarize",

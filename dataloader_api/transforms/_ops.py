@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._op_apply import RandomApply
+from ._op_apply import APPLY_OPS
 from ._op_base import INTERPOLATIONS, Kind, Op
 from ._op_blur import GaussianBlur
 from ._op_color import ADJUST_OPS, ColorJitter
@@ -74,7 +74,7 @@ OPS: dict[str, type[Op]] = {
     op.name: op
     for op in (
         *CONVERT_OPS, *GEOMETRY_OPS, RandomErasing, ColorJitter, *ADJUST_OPS, GaussianBlur,
-        RandomApply, *POINT_OPS,
+        *APPLY_OPS, *POINT_OPS,
     )
 }  # fmt: skip
 

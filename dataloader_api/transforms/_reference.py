@@ -67,10 +67,20 @@ def _run_each(ops: tuple[Op, ...], value: Any, random: Any, index: Any, chw: boo
         elif op.name == "random_apply":  # torchvision's: one draw, then the ops' own
             if random.uniform() < op.p:  # type: ignore[attr-defined]
                 value, chw = _run_each(op.transforms, value, random, index, chw)  # type: ignore[attr-defined]
+        elif op.name in ("random_choice", "random_order"):  # the draws, then the ops'
+            value, chw = _run_each(_drawn(op, random), value, random, index, chw)
         else:
             value = _RUN[op.name](op, value, random, index)
             chw = (chw or op.name == "to_chw") and op.name != "to_hwc"
     return value, chw
+
+
+def _drawn(op: Any, random: ItemRandom) -> tuple[Op, ...]:
+    """The ops ``RandomChoice`` (one, by weight) or ``RandomOrder`` (all, shuffled)
+    runs for this item."""
+    if op.name == "random_choice":
+        return (op.transforms[op.choose(random.uniform())],)
+    return tuple(op.transforms[i] for i in op.order(random.below))
 
 
 def _as_input(image: Any, ops: tuple[Op, ...], index: Any) -> Any:

@@ -4,6 +4,8 @@ Native backends equal the reference (conformance property 10)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -214,3 +216,34 @@ def test_the_adjustments_equal_torchvisions_adjust_functions_on_pil(channels):
             factor = float(rng.uniform(-0.5, 0.5) if op is T.AdjustHue else rng.uniform(0, 3))
             got = T.Compose([op(factor)])(image)
             np.testing.assert_array_equal(got, array(function(pil(image), factor)), f"{op}")
+
+
+def test_choice_and_order_take_torchvisions_arguments_and_give_one_of_its_outcomes():
+    """Which op (or order) an item draws is ours (ItemRandom); each outcome is one
+    torchvision gives: v2's RandomChoice with that op's weight alone, v2's
+    RandomOrder's ops run in that order."""
+    ops = [T.RandomSolarize(100, 1.0), T.RandomPosterize(2, 1.0), T.HFlip()]
+    tv = [v2.RandomSolarize(100, 1.0), v2.RandomPosterize(2, 1.0), v2.RandomHorizontalFlip(1)]
+    assert list(T.RandomChoice(ops, p=[1, 2, 1]).p) == v2.RandomChoice(tv, p=[1, 2, 1]).p
+    rng = np.random.default_rng(3)
+    seen_choices, seen_orders = set(), set()
+    for index in range(80):
+        shape = (int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.choice([1, 3])))
+        image = rng.integers(0, 256, shape, np.uint8)
+        choices = [array(v2.RandomChoice(tv, p=[0] * i + [1] + [0] * (2 - i))(pil(image)))
+                   for i in range(3)]  # fmt: skip
+        got = T.Compose([T.RandomChoice(ops)])(image, index=index, epoch_seed=5)
+        matches = [i for i, theirs in enumerate(choices) if np.array_equal(got, theirs)]
+        assert matches, f"item {index}: no op of torchvision's RandomChoice gives it"
+        seen_choices.add(matches[0])
+        got = T.Compose([T.RandomOrder(ops)])(image, index=index, epoch_seed=5)
+        orders = []
+        for order in itertools.permutations(range(3)):
+            theirs = pil(image)
+            for position in order:
+                theirs = tv[position](theirs)
+            if np.array_equal(got, array(theirs)):
+                orders.append(order)
+        assert orders, f"item {index}: no order of torchvision's ops gives it"
+        seen_orders.add(orders[0])
+    assert seen_choices == {0, 1, 2} and len(seen_orders) >= 2

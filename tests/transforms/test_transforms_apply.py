@@ -2,7 +2,8 @@
 lookup-table ops (``RandomPosterize``, ``RandomAutocontrast``,
 ``RandomEqualize``): torchvision's arguments and defaults, one draw per item
 below ``p``, PIL's arithmetic, and the native pipeline equal to the reference
-over many seeds and sizes."""
+over many seeds and sizes (``RandomChoice`` and ``RandomOrder`` among its
+pipelines; their own rules in ``test_transforms_choice.py``)."""
 
 from __future__ import annotations
 
@@ -163,11 +164,19 @@ def pipelines() -> list[T.Compose]:
         T.Compose([T.RandomApply([T.RandomHFlip(), T.RandomApply([T.RandomSolarize(0, 1)], 0.5)]),
                    T.ToFloat(), T.RandomApply([T.Normalize(0.5, 0.25), T.ToCHW(), T.ToHWC()])],
                   on=0),
+        T.Compose([T.RandomChoice([T.RandomSolarize(128, 1), T.RandomPosterize(2, 1), jitter,
+                                   T.RandomApply([T.HFlip()])], p=[1, 2, 0, 3])], on=0),
+        T.Compose([T.RandomOrder([T.RandomSolarize(100, 1), T.RandomPosterize(3, 1),
+                                  T.RandomEqualize(1), T.RandomChoice([T.HFlip(), T.VFlip()])]),
+                   T.ToFloat(), T.RandomOrder([T.Normalize(0.5, 0.25)])], on=0),
     ]  # fmt: skip
 
 
+PIPELINES = len(pipelines())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("which", range(5))
+@pytest.mark.parametrize("which", range(PIPELINES))
 def test_every_backend_gives_the_references_pixels(backend, which):
     pipeline = pipelines()[which]
     items = [(noise(9 + i, 20 - i, [1, 3][i % 2], seed=i), i) for i in range(10)]
@@ -180,7 +189,7 @@ def test_every_backend_gives_the_references_pixels(backend, which):
 
 
 @pytest.mark.skipif("rust" not in BACKENDS, reason="the rust backend is not installed")
-@pytest.mark.parametrize("which", range(5))
+@pytest.mark.parametrize("which", range(PIPELINES))
 def test_the_native_pipeline_is_the_references_over_many_seeds_and_sizes(which):
     from dataloader_rust import _native
 

@@ -27,6 +27,8 @@ SAMPLES: dict[str, T.Op] = {
         T.PadTo(2, 2),
         T.Normalize(0.5, 0.5),
         T.RandomApply([T.HFlip()]),
+        T.RandomChoice([T.HFlip(), T.VFlip()], p=[1, 3]),
+        T.RandomOrder([T.HFlip(), T.RandomSolarize(9)]),
         T.AdjustBrightness(1.5),
         T.AdjustContrast(1.5),
         T.AdjustSaturation(1.5),

@@ -66,6 +66,17 @@ pub enum Op {
         p: f64,
         ops: Vec<Op>,
     },
+    /// one of `ops`, the first whose running sum of the weights `p` (summing to
+    /// 1) exceeds the item's draw (torchvision's RandomChoice)
+    RandomChoice {
+        p: Vec<f64>,
+        ops: Vec<Op>,
+    },
+    /// all of `ops` in an order the item draws: a Fisher-Yates shuffle from the
+    /// last position down (torchvision's RandomOrder)
+    RandomOrder {
+        ops: Vec<Op>,
+    },
     Point(Point),
     GaussianBlur {
         /// (x, y): width first, as torchvision

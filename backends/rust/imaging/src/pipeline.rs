@@ -57,6 +57,8 @@ impl Pipeline {
             | Op::RandomErasing { .. }
             | Op::ColorJitter(_)
             | Op::RandomApply { .. }
+            | Op::RandomChoice { .. }
+            | Op::RandomOrder { .. }
             | Op::Point(_)
             | Op::GaussianBlur { .. }
             | Op::RandomHFlip { .. }
@@ -281,6 +283,13 @@ impl Pipeline {
                 .iter()
                 .try_fold(image, |image, op| self.apply(op, image, random))?,
             Op::RandomApply { .. } => image,
+            Op::RandomChoice { ref p, ref ops } => {
+                let chosen = choose(p, random.uniform());
+                self.apply(&ops[chosen], image, random)?
+            }
+            Op::RandomOrder { ref ops } => shuffled(ops.len(), random)
+                .into_iter()
+                .try_fold(image, |image, at| self.apply(&ops[at], image, random))?,
             Op::Point(ref op) => point::apply(op, image, random)?,
             Op::Adjust(adjust) => color::adjust(image, adjust)?,
             Op::GaussianBlur { kernel_size, sigma } => {
@@ -319,3 +328,31 @@ impl Pipeline {
 #[cfg(test)]
 #[path = "pipeline_tests.rs"]
 mod tests;
+
+/// The op a uniform draw picks: the first whose running sum of weights exceeds
+/// it, else (a sum a rounding short of 1) the last with a weight, as
+/// `RandomChoice.choose` in Python, sum for sum.
+fn choose(weights: &[f64], uniform: f64) -> usize {
+    let mut running = 0.0;
+    for (position, weight) in weights.iter().enumerate() {
+        running += weight;
+        if uniform < running {
+            return position;
+        }
+    }
+    weights
+        .iter()
+        .rposition(|&weight| weight > 0.0)
+        .unwrap_or(0)
+}
+
+/// `0..n` shuffled as `RandomOrder.order` shuffles it: from the last position
+/// down, each swapped with one drawn at or below it.
+fn shuffled(n: usize, random: &mut ItemRandom) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    for last in (1..n).rev() {
+        let other = random.below(last as u64 + 1) as usize;
+        order.swap(last, other);
+    }
+    order
+}

@@ -235,12 +235,18 @@ const OPS: &[(&str, Parse)] = &[
     ("random_apply", |r, _| {
         Ok(Op::RandomApply {
             p: r.get("p")?,
-            ops: r
-                .field("transforms")?
-                .try_iter()?
-                .map(|record| op(&record?))
-                .collect::<PyResult<Vec<Op>>>()?,
+            ops: ops_of(r)?,
         })
+    }),
+    ("random_choice", |r, _| {
+        let (ops, p): (Vec<Op>, Vec<f64>) = (ops_of(r)?, r.get("p")?);
+        if p.len() != ops.len() || p.iter().any(|&w| !(w >= 0.0)) || !p.iter().any(|&w| w > 0.0) {
+            return Err(r.bad("p should hold a weight >= 0 per op, not all 0"));
+        }
+        Ok(Op::RandomChoice { p, ops })
+    }),
+    ("random_order", |r, _| {
+        Ok(Op::RandomOrder { ops: ops_of(r)? })
     }),
     ("random_grayscale", |r, _| {
         Ok(Op::Point(Point::RandomGrayscale { p: r.get("p")? }))
@@ -293,6 +299,19 @@ fn parse_op(record: &Bound<'_, PyAny>) -> PyResult<(Op, Vec<String>)> {
     };
     let op = parse(&record, &name)?;
     Ok((op, record.read.into_inner()))
+}
+
+/// The ops of an op over ops (its `transforms`, as their own records).
+fn ops_of(r: &Record<'_, '_>) -> PyResult<Vec<Op>> {
+    let ops = r
+        .field("transforms")?
+        .try_iter()?
+        .map(|record| op(&record?))
+        .collect::<PyResult<Vec<Op>>>()?;
+    if ops.is_empty() {
+        return Err(r.bad("transforms should hold at least one op"));
+    }
+    Ok(ops)
 }
 
 fn op(record: &Bound<'_, PyAny>) -> PyResult<Op> {
