@@ -240,7 +240,10 @@ const OPS: &[(&str, Parse)] = &[
     }),
     ("random_choice", |r, _| {
         let (ops, p): (Vec<Op>, Vec<f64>) = (ops_of(r)?, r.get("p")?);
-        if p.len() != ops.len() || p.iter().any(|&w| !(w >= 0.0)) || !p.iter().any(|&w| w > 0.0) {
+        if p.len() != ops.len()
+            || p.iter().any(|&w| w.is_nan() || w < 0.0)
+            || !p.iter().any(|&w| w > 0.0)
+        {
             return Err(r.bad("p should hold a weight >= 0 per op, not all 0"));
         }
         Ok(Op::RandomChoice { p, ops })
