@@ -329,3 +329,23 @@ def test_decode_record_with_a_non_int_max_pixels_is_refused_not_unlimited():
     record["ops"][0]["max_pixels"] = "many"
     with pytest.raises(TypeError):
         _native.run_pipeline(record, 0, 0, encoded("JPEG"))
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"op": "random_choice", "transforms": [], "p": []},
+        {"op": "random_choice", "transforms": [{"op": "hflip"}], "p": [0.5, 0.5]},
+        {"op": "random_choice", "transforms": [{"op": "hflip"}], "p": [-1.0]},
+        {"op": "random_choice", "transforms": [{"op": "hflip"}], "p": [float("nan")]},
+        {"op": "random_choice", "transforms": [{"op": "hflip"}], "p": [0.0]},
+        {"op": "random_order", "transforms": []},
+    ],
+    ids=repr,
+)
+def test_an_op_over_ops_record_the_python_side_refuses_is_refused_natively(record):
+    """Records written by hand, past the Python checks: a ValueError, never an
+    index out of range in a worker."""
+    image = np.zeros((2, 2, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"MapWork\.images\.pipeline: "):
+        _native.run_pipeline({"ops": [record], "on": None}, 0, 0, image)
