@@ -63,6 +63,7 @@ BROKEN = {
     "broken-outer-copies": ["test_every_dataset_inside_a_wrapper_is_per_worker"],
     "broken-started": ["test_fetch_receives_what_the_loader_started"],
     "broken-shards": ["test_remote_shards_give_tarfiles_samples"],
+    "broken-caller": ["test_batches_made_by_the_consumer_are_a_workers"],
 }
 # CPython with gh-119585's fix (3.12.5+, 3.13+) clears a state at gilstate counter 1
 # itself, so there the thread end that broken-thread-end gets wrong cannot crash.

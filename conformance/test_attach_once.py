@@ -1,4 +1,6 @@
-"""Property 7: one thread state per pool thread for its whole life."""
+"""Property 7: one thread state per pool thread for its whole life. The thread that
+iterates may make batches itself (caller-runs, ``_epoch/caller_runs.py``) with
+its own thread state, which it has anyway: at most pool size + 1 in an epoch."""
 
 from __future__ import annotations
 
@@ -52,15 +54,17 @@ def test_thread_local_state_persists_on_each_worker(backend, num_workers, epochs
     for thread, token in probe.seen:
         tokens_by_thread.setdefault(thread, set()).add(token)
     assert all(len(tokens) == 1 for tokens in tokens_by_thread.values()), tokens_by_thread
-    assert 1 <= len(tokens_by_thread) <= num_workers
-    assert threading.get_ident() not in tokens_by_thread
+    # The pool's threads, and the consumer when it made batches itself (caller-runs).
+    workers = set(tokens_by_thread) - {threading.get_ident()}
+    assert tokens_by_thread and len(workers) <= num_workers
 
 
 @given(num_workers=st.integers(1, 4))
 def test_one_epoch_uses_at_most_pool_size_thread_states(backend, num_workers):
     probe = LocalProbe(80)
     list(DataLoader(probe, batch_size=1, num_workers=num_workers, backend=backend))
-    assert len({token for _, token in probe.seen}) <= num_workers
+    # One more: the consumer's own, when it made batches itself (caller-runs).
+    assert len({token for _, token in probe.seen}) <= num_workers + 1
 
 
 @pytest.mark.skipif(

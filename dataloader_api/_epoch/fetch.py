@@ -21,9 +21,11 @@ and cannot be cut.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any, Protocol
 
 from .._common.worker_info import CURRENT, WorkerInfo
+from .._workers.dataset_copies import CopyGuards
 
 __all__ = ["EpochStopped", "ItemStop", "make_fetch"]
 
@@ -60,6 +62,7 @@ def make_fetch(
     workers: Sequence[WorkerInfo] = (),
     stop: ItemStop | None = None,
     one_item: bool = False,
+    guards: CopyGuards | None = None,
 ) -> Callable[[Any], Any]:
     """The callable that turns a job's indices into samples (``one_item``: one index
     into one sample, for items fetched one by one, ``items_in_parallel``).
@@ -67,7 +70,8 @@ def make_fetch(
     ``workers``: each thread that is worker ``i`` of them calls ``workers[i].dataset``,
     its own copy; any other thread (a backend breaking the contract) calls
     ``dataset``. ``stop``: read before each item; None on the calling thread,
-    which calls the dataset itself and stops between batches."""
+    which calls the dataset itself and stops between batches. ``guards``: held
+    around each batch on a copy, which is then timed (``_epoch.caller_runs``)."""
     if stop is None:
         return _plain_fetch(dataset, batched and not one_item)
     datasets = [info.dataset for info in workers]
@@ -81,7 +85,8 @@ def make_fetch(
         method = "__getitem__" if checked else "__getitems__"
     calls = [getattr(own, method) for own in datasets]
     shared = getattr(dataset, method)
-    return _worker_fetch(tuple(workers), calls, shared, stop, checked, batched and not one_item)
+    per_index = batched and not one_item
+    return _worker_fetch(tuple(workers), calls, shared, stop, checked, per_index, guards)
 
 
 def _plain_fetch(dataset: Any, batched: bool) -> Callable[[Any], Any]:
@@ -105,9 +110,12 @@ def _worker_fetch(
     stop: ItemStop,
     checked: bool,
     per_index: bool,
+    guards: CopyGuards | None,
 ) -> Callable[[Any], Any]:
     """One frame per batch: the worker's own call, the stop read inline (no call)."""
     count, current, flag = len(workers), CURRENT, stop.exit
+    if guards is not None and count:
+        return _guarded_fetch(workers, calls, shared, stop, checked, per_index, guards)
 
     def fetch(argument: Any) -> Any:
         call = shared
@@ -127,5 +135,55 @@ def _worker_fetch(
                 raise EpochStopped(_STOPPED)
             items.append(call(index))
         return items
+
+    return fetch
+
+
+def _guarded_fetch(
+    workers: tuple[WorkerInfo, ...],
+    calls: list[Callable[[Any], Any]],
+    shared: Callable[[Any], Any],
+    stop: ItemStop,
+    checked: bool,
+    per_index: bool,
+    guards: CopyGuards,
+) -> Callable[[Any], Any]:
+    """``_worker_fetch`` of an epoch where the consumer may make batches as a worker
+    (``_epoch.caller_runs``): the copy's lock held around the batch (never two
+    threads in one copy), and the batch's fetch timed while no other thread is in
+    that copy. Still one frame per batch."""
+    count, current, flag = len(workers), CURRENT, stop.exit
+    locks, fastest = guards.locks, guards.fastest
+
+    def fetch(argument: Any) -> Any:
+        info = getattr(current, "info", None)
+        if info is None or info.local_id >= count or workers[info.local_id] is not info:
+            # A thread that is no worker of this epoch: the loader's dataset, as above.
+            call, lock, own = shared, None, -1
+        else:
+            own = info.local_id
+            call, lock = calls[own], locks[own]
+            lock.acquire()
+        try:
+            began = perf_counter()
+            if not checked:
+                items = call(argument)
+            elif not per_index:
+                if stop.stopped or flag.began:
+                    raise EpochStopped(_STOPPED)
+                items = call(argument)
+            else:
+                items = []
+                for index in argument:
+                    if stop.stopped or flag.began:
+                        raise EpochStopped(_STOPPED)
+                    items.append(call(index))
+            took = perf_counter() - began
+            if own >= 0 and took < fastest[own]:
+                fastest[own] = took
+            return items
+        finally:
+            if lock is not None:
+                lock.release()
 
     return fetch

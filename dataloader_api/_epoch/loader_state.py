@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._sampling.seeds import EpochSeeds, IteratorSeeds
 from .._workers.pool import Workers
 from ..contract import WorkerPool
+from .caller_runs import CallerRunsLearnt
 
 if TYPE_CHECKING:
     from .._features.stats import StatsRecorder
@@ -44,6 +45,8 @@ class LoaderState:
     pending: dict[str, Any] | None = None
     # Pools this loader started whose threads may still run (DataLoader.join).
     pools: list[WorkerPool] = field(default_factory=list)
+    # Whether the consumer made batches sooner than the workers (caller_runs).
+    caller_runs: CallerRunsLearnt = field(default_factory=CallerRunsLearnt)
 
     @classmethod
     def new(

@@ -27,13 +27,20 @@ from ..contract import (
     WorkerPool,
     process_id,
 )
+from .caller_runs import CallerRunsBatches, caller_runs_mode
 from .calling_thread import calling_thread_batches
 from .iterator import EpochRun, LengthCheckedIterator, LoaderIterator
 from .loader_state import LoaderState
 from .plan import EpochPlan
 from .prepare import PreparedEpoch, epoch_length, prepare_epoch
 from .resume import ResumePoint
-from .work import MapEpochWork, item_source, iterable_epoch_streams, map_epoch_work
+from .work import (
+    MapEpochWork,
+    copy_fetch,
+    item_source,
+    iterable_epoch_streams,
+    map_epoch_work,
+)
 
 __all__ = ["epoch_length", "start_epoch"]
 
@@ -82,7 +89,7 @@ def _on_workers(
             source = item_source(options, state, workers)
             side = source.side
             work = map_epoch_work(options, source, workers, epoch.transform, epoch.recorder)
-            stream = _stream_map(options, epoch.point, workers, work)
+            stream = _stream_map(options, state, epoch.point, workers, work)
     except BaseException:
         if side is not None:
             side.close()
@@ -183,7 +190,11 @@ def _stream_iterable(
 
 
 def _stream_map(
-    options: LoaderOptions, point: ResumePoint, workers: Workers, work: MapEpochWork
+    options: LoaderOptions,
+    state: LoaderState,
+    point: ResumePoint,
+    workers: Workers,
+    work: MapEpochWork,
 ) -> BatchStream:
     skip = point.skip
     plan = _plan(options, skip)
@@ -196,12 +207,40 @@ def _stream_map(
             f"{position + skip}{which}"
         )
 
-    return workers.pool.map_batches(
-        work.contract_work(plan, options),
-        StreamSpec(
-            options.workers.window,
-            options.workers.in_order,
-            options.workers.timeout or None,
-            on_timeout,
-        ),
+    spec = StreamSpec(
+        options.workers.window,
+        options.workers.in_order,
+        options.workers.timeout or None,
+        on_timeout,
+    )
+    contract_work = work.contract_work(plan, options)
+    mode = caller_runs_mode()
+    if _caller_may_run(options, state, workers, work, mode):
+        assert work.source.guards is not None
+        return CallerRunsBatches(
+            workers.pool,
+            contract_work,
+            spec,
+            workers.infos,
+            work.source.guards,
+            state.caller_runs,
+            always=mode == "always",
+            plain=copy_fetch(options) if work.plain else None,
+        )
+    return workers.pool.map_batches(contract_work, spec)
+
+
+def _caller_may_run(
+    options: LoaderOptions, state: LoaderState, workers: Workers, work: MapEpochWork, mode: str
+) -> bool:
+    """Whether the consumer may make this epoch's batches (NOTE [ Caller-runs ]):
+    guarded copies (in order, no timeout, items not in parallel, plain calls), no
+    step that begins jobs or runs images natively, and a copy per worker."""
+    return (
+        mode != "off"
+        and not state.caller_runs.disabled
+        and work.source.guards is not None
+        and work.wrap_jobs is None
+        and work.images is None
+        and any(info.dataset is not options.sampling.dataset for info in workers.infos)
     )

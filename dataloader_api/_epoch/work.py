@@ -20,6 +20,7 @@ from .._features.feature_list import apply_steps
 from .._features.steps import EpochContext, EpochSteps, same_jobs
 from .._options.loader_options import LoaderOptions
 from .._torch.datapipes import prepare_epoch
+from .._workers.dataset_copies import CopyGuards
 from .._workers.pool import Workers, worker_info
 from ..contract import BatchJob, ImageWork, MapWork, process_id
 from .fetch import ItemStop, make_fetch
@@ -33,7 +34,14 @@ if TYPE_CHECKING:
     from .._features.transform_hook import Transform
     from .async_loop import AsyncEpoch
 
-__all__ = ["ItemSource", "MapEpochWork", "item_source", "iterable_epoch_streams", "map_epoch_work"]
+__all__ = [
+    "ItemSource",
+    "MapEpochWork",
+    "copy_fetch",
+    "item_source",
+    "iterable_epoch_streams",
+    "map_epoch_work",
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ class ItemSource:
     start: Callable[[Any], Any] | None = None
     getitem: Callable[[Any], Any] | None = None
     side: Any = None
+    #: set when the consumer may make batches as a worker (``caller_runs``)
+    guards: CopyGuards | None = None
 
     def indices_of(self, argument: Any) -> Any:
         """The indices of what ``fetch`` receives."""
@@ -74,9 +84,26 @@ def item_source(options: LoaderOptions, state: LoaderState, workers: Workers | N
     from ..kit import exit_flag
 
     infos, stop = workers.infos, ItemStop(exit_flag())
-    fetch = make_fetch(dataset, batched, infos, stop)
+    # The consumer may make this epoch's batches as a worker (caller_runs): its copies
+    # are guarded and timed. For the loader's options, not the mode: a worker of an
+    # earlier epoch of this pool may still be inside its copy.
+    may_call = options.workers.in_order and not options.workers.timeout and not parallel
+    guards = workers.guards if may_call else None
+    fetch = make_fetch(dataset, batched, infos, stop, guards=guards)
     getitem = make_fetch(dataset, batched, infos, stop, one_item=True) if parallel else None
-    return ItemSource("plain", fetch, None, getitem, stop)
+    return ItemSource("plain", fetch, None, getitem, stop, guards)
+
+
+def copy_fetch(options: LoaderOptions) -> Callable[[Any], Callable[[Any], Any]]:
+    """``copy_fetch(copy)``: one worker copy's own calls, as the calling thread makes
+    them (no stop read between items), for the consumer that holds the copy's lock
+    (``caller_runs``), when no step wraps the dataset's calls."""
+    batched = options.sampling.auto_collation
+
+    def fetch_of(copy: Any) -> Callable[[Any], Any]:
+        return make_fetch(copy, batched)
+
+    return fetch_of
 
 
 def _async_epoch(options: LoaderOptions, state: LoaderState) -> AsyncEpoch:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import copy
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ from .._features.feature_list import copies_allowed, is_io_dataset
 from .._torch.datapipes import is_iter_datapipe, worker_copy
 
 __all__ = [
+    "CopyGuards",
     "bound_to_copy",
     "copies_per_worker",
     "is_inner_dataset",
@@ -161,3 +163,18 @@ def bound_to_copy(function: Callable[..., Any], dataset: Any, copy_: Any) -> Cal
     if copy_ is dataset or getattr(function, "__self__", None) is not dataset:
         return function
     return function.__func__.__get__(copy_)  # type: ignore[attr-defined,no-any-return]
+
+
+class CopyGuards:
+    """One lock per worker copy, so that two threads are never inside one copy at
+    once: its worker's thread holds it while it fetches a batch, and the consumer
+    (``_epoch.caller_runs``) while it makes a batch as that worker. ``fastest[i]``:
+    the shortest batch fetch seen on copy ``i`` (infinite until its own worker has
+    fetched from it; the consumer uses no copy before its worker did, so that state
+    a dataset opens lazily, a sqlite3 connection say, belongs to the worker's thread)."""
+
+    __slots__ = ("fastest", "locks")
+
+    def __init__(self, count: int) -> None:
+        self.locks = [threading.Lock() for _ in range(count)]
+        self.fastest = [float("inf")] * count

@@ -20,7 +20,7 @@ from .._features.feature_list import may_share_pool
 from .._options.loader_options import LoaderOptions
 from .._sampling.seeds import EpochSeeds, IteratorSeeds
 from ..contract import PoolSpec, WorkerPool, process_id
-from .dataset_copies import bound_to_copy, worker_dataset
+from .dataset_copies import CopyGuards, bound_to_copy, worker_dataset
 
 __all__ = [
     "Workers",
@@ -44,6 +44,8 @@ class Workers:
         #: whether the pool may go idle for a later loader (``_features.idle_pools``)
         self.shared = shared
         self.taken = taken
+        #: never two threads in one worker copy at once (``_epoch.caller_runs``)
+        self.guards = CopyGuards(len(infos))
 
 
 def worker_info(options: LoaderOptions, worker_id: int, seed: int, dataset: Any) -> WorkerInfo:

@@ -49,7 +49,8 @@ def test_thread_local_persists_across_items_on_a_worker():
 
     loader = DataLoader(Local(), batch_size=1, num_workers=2, persistent_workers=True)
     list(loader), list(loader)
-    assert 1 <= len(states) <= 2
+    # A state per worker thread, and the consumer's when it made batches (caller-runs).
+    assert 1 <= len(states) <= 3
     loader.close()
 
 

@@ -1,0 +1,197 @@
+"""Caller-runs (``_epoch/caller_runs.py``): the consumer makes batches itself as one
+worker. Forced with ``DATALOADER_CALLER_RUNS=always`` so that it happens in every
+run; what it keeps (batches, errors, resume, KeyboardInterrupt, thread-affine
+state) and where it never applies (iterable datasets: their workers' streams,
+tests/test_iterator_shapes.py and conformance). Counted, never timed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import warnings
+
+import pytest
+
+import dataloader_api
+from dataloader_api import DataLoader
+
+BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]
+LENGTH = 400
+
+
+@pytest.fixture(autouse=True)
+def always(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATALOADER_CALLER_RUNS", "always")
+
+
+class Threads:
+    """Trivial items that record which thread made each, and a hook per index."""
+
+    def __init__(self, length: int = LENGTH, hook=None) -> None:
+        self.length, self.hook = length, hook
+        self.made: list[tuple[int, int]] = []  # shared by the copies
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> int:
+        if self.hook is not None:
+            self.hook(self, index)
+        self.made.append((threading.get_ident(), index))
+        return index
+
+    def by_consumer(self) -> int:
+        consumer = threading.get_ident()
+        return sum(1 for thread, _ in self.made if thread == consumer)
+
+
+def flat(batches) -> list[int]:
+    return [i for b in batches for i in b]
+
+
+class LazySqlite:
+    """A connection opened on first use, as datasets for torch's worker processes do
+    (``check_same_thread=True``, sqlite3's default: another thread may not use it)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.connection: sqlite3.Connection | None = None
+
+    def __len__(self) -> int:
+        return LENGTH
+
+    def __getitem__(self, index: int) -> int:
+        if self.connection is None:
+            self.connection = sqlite3.connect(self.path)
+        (value,) = self.connection.execute(
+            "SELECT value FROM items WHERE id = ?", (index,)
+        ).fetchone()
+        return int(value)
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("sqlite") / "items.db")
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, value INTEGER)")
+        connection.executemany(
+            "INSERT INTO items VALUES (?, ?)", [(i, 3 * i) for i in range(LENGTH)]
+        )
+    return path
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_sqlite_connection_opened_in_getitem_keeps_working(database, backend, persistent):
+    """The consumer's batch on a worker's copy raises (the connection is the worker
+    thread's): the batch is made again on a worker, a warning names the error and
+    the fix, and the loader makes no batch on the consumer again."""
+    loader = DataLoader(
+        LazySqlite(database),
+        batch_size=4,
+        num_workers=2,
+        persistent_workers=persistent,
+        collate_fn=list,
+        backend=backend,
+    )
+    with pytest.warns(RuntimeWarning, match="ProgrammingError") as caught:
+        assert flat(loader) == [3 * i for i in range(LENGTH)]
+    ours = [w for w in caught if "DATALOADER_CALLER_RUNS=off" in str(w.message)]
+    assert len(ours) == 1
+    assert ours[0].filename == __file__  # the user's line
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        assert flat(loader) == [3 * i for i in range(LENGTH)]
+    assert not [w for w in again if "DATALOADER_CALLER_RUNS" in str(w.message)]
+    loader.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_item_error_on_the_consumer_and_the_worker_is_the_batchs(backend):
+    """The batch is handed back; the worker's error is delivered for it, with no
+    warning, and the consumer keeps making batches."""
+
+    def fail_at_300(dataset: Threads, index: int) -> None:
+        if index == 300:
+            raise KeyError(f"item {index}")
+
+    dataset = Threads(hook=fail_at_300)
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=list, backend=backend)
+    got, iterator = [], iter(loader)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        while True:
+            try:
+                got.extend(next(iterator))
+            except KeyError as error:
+                assert "item 300" in str(error)
+                got.append("error")
+            except StopIteration:
+                break
+    assert not [w for w in caught if "DATALOADER_CALLER_RUNS" in str(w.message)]
+    assert got == [*range(300), "error", *range(304, LENGTH)]
+    assert dataset.by_consumer() > 300  # the consumer went on making batches
+    loader.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "settings",
+    [{"in_order": False}, {"timeout": 30.0}],
+    ids=["in_order=False", "timeout"],
+)
+def test_never_without_in_order_or_with_a_timeout(backend, settings):
+    dataset = Threads()
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend=backend, **settings)
+    assert sorted(i for b in loader for i in b.tolist()) == list(range(LENGTH))
+    assert dataset.by_consumer() == 0
+    loader.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keyboard_interrupt_in_a_batch_on_the_consumer(backend):
+    """The batch it interrupted is made again by the next ``next``: every index once."""
+    consumer = threading.get_ident()
+    interrupted = []
+
+    def interrupt_once(dataset: Threads, index: int) -> None:
+        if threading.get_ident() == consumer and not interrupted and index % 4 == 2:
+            interrupted.append(index)
+            raise KeyboardInterrupt
+
+    dataset = Threads(hook=interrupt_once)
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=list, backend=backend)
+    got, iterator = [], iter(loader)
+    while True:
+        try:
+            got.extend(next(iterator))
+        except KeyboardInterrupt:
+            continue
+        except StopIteration:
+            break
+    assert interrupted, "no item ran on the consumer"
+    assert got == list(range(LENGTH))
+    loader.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_from_a_state_taken_while_the_consumer_makes_batches(backend):
+    def loader_of(dataset: Threads) -> DataLoader:
+        return DataLoader(
+            dataset, batch_size=4, shuffle=True, seed=3, num_workers=2, backend=backend
+        )
+
+    dataset = Threads()
+    first = loader_of(dataset)
+    iterator = iter(first)
+    head = [next(iterator).tolist() for _ in range(60)]
+    assert dataset.by_consumer() > 0
+    state = json.loads(json.dumps(first.state_dict()))
+    rest = [b.tolist() for b in iterator]
+    first.close()
+    again = loader_of(Threads())
+    again.load_state_dict(state)
+    assert [b.tolist() for b in again] == rest
+    assert sorted(i for b in head + rest for i in b) == list(range(LENGTH))
+    again.close()
