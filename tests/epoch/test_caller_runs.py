@@ -2,7 +2,7 @@
 worker. Forced with ``DATALOADER_CALLER_RUNS=always`` so that it happens in every
 run; what it keeps (batches, errors, resume, KeyboardInterrupt, thread-affine
 state) and where it never applies (iterable datasets: their workers' streams,
-tests/test_iterator_shapes.py and conformance). Counted, never timed."""
+tests/epoch/test_iterator_shapes.py and conformance). Counted, never timed."""
 
 from __future__ import annotations
 

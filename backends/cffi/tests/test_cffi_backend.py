@@ -55,6 +55,9 @@ class ThreadState:
 @pytest.mark.parametrize(("mode", "persists"), [("once", True), ("per-task", False)])
 def test_attach_mode_decides_whether_thread_state_survives(monkeypatch, mode, persists):
     monkeypatch.setenv("DATALOADER_CFFI_ATTACH", mode)
+    # The pool's threads alone: a batch the consumer makes (caller-runs) runs on
+    # its own thread state, which no attach mode governs.
+    monkeypatch.setenv("DATALOADER_CALLER_RUNS", "off")
     ThreadState.local = threading.local()
     loader = DataLoader(ThreadState(), batch_size=4, num_workers=2, backend="cffi", collate_fn=list)
     seen = [s for batch in loader for s in batch]
