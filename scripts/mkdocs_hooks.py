@@ -37,7 +37,9 @@ def on_page_read_source(page: Any, config: Any) -> str | None:
 REPORT = "benchmarks.md"
 REPORT_COMMIT = re.compile(r"<!-- report-commit: ([0-9a-f]{40})(\+changes)? -->")
 #: what the report measures: a commit that changed any of these makes it older
+#: (their Markdown aside: the benchmarks' README quotes the report it follows)
 MEASURED = ["benchmarks", "dataloader_api", "backends"]
+NOT_MEASURED = [":(exclude,glob)**/*.md"]
 
 
 def report_age(markdown: str) -> str:
@@ -48,7 +50,7 @@ def report_age(markdown: str) -> str:
         raise PluginError(f"docs/{REPORT}: names no commit (`<!-- report-commit: SHA -->`)")
     commit, changed = found.groups()
     done = subprocess.run(
-        ["git", "rev-list", "--count", f"{commit}..HEAD", "--", *MEASURED],
+        ["git", "rev-list", "--count", f"{commit}..HEAD", "--", *MEASURED, *NOT_MEASURED],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     if done.returncode != 0:
