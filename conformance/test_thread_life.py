@@ -13,6 +13,7 @@ Each scenario runs in its own process: a failure is a crash.
 
 from __future__ import annotations
 
+import os
 import textwrap
 import threading
 
@@ -93,7 +94,10 @@ DEEP_STACK_ITEM = textwrap.dedent("""
 
 
 def run_scenario(backend: str, body: str) -> None:
-    run_clean_child(f"BACKEND = {backend!r}\n" + body + "sys.exit(0)\n")
+    # The workers' own thread ends: with caller-runs the consumer may make batches
+    # too, and what it holds lives in the main thread until interpreter exit.
+    env = {**os.environ, "DATALOADER_CALLER_RUNS": "off"}
+    run_clean_child(f"BACKEND = {backend!r}\n" + body + "sys.exit(0)\n", env=env)
 
 
 @pytest.mark.parametrize("scenario", sorted(THREAD_END_SCENARIOS))
