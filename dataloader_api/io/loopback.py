@@ -24,6 +24,7 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 
 __all__ = [
@@ -37,24 +38,8 @@ __all__ = [
     "generated_object",
 ]
 
-_REASONS = {
-    200: "OK",
-    206: "Partial Content",
-    301: "Moved Permanently",
-    302: "Found",
-    303: "See Other",
-    307: "Temporary Redirect",
-    308: "Permanent Redirect",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    408: "Request Timeout",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
+_PORTS_USED: set[int] = set()  # what this process's servers listened on
+_CODES = set(HTTPStatus)
 
 
 @dataclass(frozen=True)
@@ -164,17 +149,32 @@ class LoopbackServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            self._loop.create_server(lambda: _Protocol(self), "127.0.0.1", self._port)
-        )
+        self._server, port = self._loop.run_until_complete(self._listen())
         _wake_at_most_once(self._server)
-        port = self._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self._started.set()
         try:
             self._loop.run_forever()
         finally:
             self._loop.close()
+
+    async def _listen(self) -> tuple[asyncio.Server, int]:
+        """A port no server of this process had: clients keep what they learn of a
+        host (``io/_host_limit.py``) by port, so a reused one carried an earlier
+        test's limit into the next (16 requests at once where a new host gets 8)."""
+        held: list[asyncio.Server] = []  # kept bound meanwhile: the kernel picks another
+        while True:
+            server = await self._loop.create_server(
+                lambda: _Protocol(self), "127.0.0.1", self._port
+            )
+            port = server.sockets[0].getsockname()[1]
+            if self._port or port not in _PORTS_USED or len(held) >= 64:
+                break
+            held.append(server)
+        for earlier in held:
+            earlier.close()
+        _PORTS_USED.add(port)
+        return server, port
 
     def stop(self) -> None:
         """Close the listening socket and every connection, then the loop."""
@@ -377,7 +377,7 @@ def _range_start(value: str) -> int | None:
 
 
 def _head(code: int, length: int, extra: str, version: str = "HTTP/1.1") -> bytes:
-    reason = _REASONS.get(code, "Status")
+    reason = HTTPStatus(code).phrase if code in _CODES else "Status"
     return (
         f"{version} {code} {reason}\r\nContent-Length: {length}\r\n"
         f"Content-Type: application/octet-stream\r\n{extra}\r\n"

@@ -40,3 +40,29 @@ def test_the_server_answers_with_latency_on_its_own_loop():
     with loopback.LoopbackServer({"/a": b"abc"}, latency=0.001) as server:
         assert HttpDataset([server.url + "/a"] * 3)[2] == b"abc"
         assert server.requests["/a"] == 1
+
+
+class _SeenBefore(set):
+    """The ports used before: the first ``times`` the kernel offers are taken."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times, self.offered = times, []
+
+    def __contains__(self, port: object) -> bool:
+        self.offered.append(port)
+        return len(self.offered) <= self.times
+
+
+def test_a_server_never_listens_on_a_port_an_earlier_one_had(monkeypatch):
+    # Clients keep what they learn of a host by its port (io/_host_limit.py): a
+    # reused port carried one test's per-host limit into the next.
+    seen = _SeenBefore(times=3)
+    monkeypatch.setattr(loopback, "_PORTS_USED", seen)
+    with loopback.LoopbackServer({"/a": b"x"}) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        assert seen.offered[-1] == port and len(seen.offered) == 4
+        assert len(set(seen.offered)) == 4  # the ports refused stayed bound meanwhile
+        assert set.__contains__(seen, port)
+    for refused in seen.offered[:3]:  # and were let go
+        socket.create_server(("127.0.0.1", refused)).close()
