@@ -5,11 +5,11 @@ items on every backend, worker count and persistence."""
 
 from __future__ import annotations
 
-import sqlite3
 import struct
 import threading
 
 import pytest
+from lazy_handles import CALLER_RUNS_WARNING, LazyFile, LazySqlite, write_database, write_records
 
 import dataloader_api
 from dataloader_api import DataLoader, get_worker_info, release_idle_workers
@@ -20,36 +20,12 @@ LENGTH = 3000
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A file of LENGTH little-endian int64 records: record i holds i."""
-    path = tmp_path_factory.mktemp("records") / "records.bin"
-    path.write_bytes(b"".join(struct.pack("<q", i) for i in range(LENGTH)))
-    return str(path)
+    return write_records(tmp_path_factory.mktemp("records"), LENGTH)
 
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("sqlite") / "items.db")
-    with sqlite3.connect(path) as connection:
-        connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, value INTEGER)")
-        connection.executemany("INSERT INTO items VALUES (?, ?)", [(i, i) for i in range(LENGTH)])
-    return path
-
-
-class LazyFile:
-    """The most common idiom: a handle opened on first use, then seek and read."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.file = None
-
-    def __len__(self) -> int:
-        return LENGTH
-
-    def __getitem__(self, index: int) -> int:
-        if self.file is None:
-            self.file = open(self.path, "rb")  # noqa: SIM115 (closed with the copy)
-        self.file.seek(8 * index)
-        return struct.unpack("<q", self.file.read(8))[0]
+    return write_database(tmp_path_factory.mktemp("sqlite"), LENGTH)
 
 
 class OpenedInWorkerInit(LazyFile):
@@ -64,25 +40,6 @@ class OpenedInWorkerInit(LazyFile):
 def open_in_worker_init(worker_id: int) -> None:
     dataset = get_worker_info().dataset
     dataset.file = open(dataset.path, "rb")  # noqa: SIM115
-
-
-class LazySqlite:
-    """sqlite3 connections belong to the thread that made them."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.connection = None
-
-    def __len__(self) -> int:
-        return LENGTH
-
-    def __getitem__(self, index: int) -> int:
-        if self.connection is None:
-            self.connection = sqlite3.connect(self.path)
-        (value,) = self.connection.execute(
-            "SELECT value FROM items WHERE id = ?", (index,)
-        ).fetchone()
-        return int(value)
 
 
 class CacheAndCounter:
@@ -109,12 +66,13 @@ def items(loader: DataLoader) -> list:
 
 def make(kind: str, records: str, database: str) -> tuple[object, dict]:
     if kind == "lazy file":
-        return LazyFile(records), {}
+        return LazyFile(records, LENGTH), {}
     if kind == "opened in worker_init_fn":
-        return OpenedInWorkerInit(records), {"worker_init_fn": open_in_worker_init}
-    return LazySqlite(database), {}
+        return OpenedInWorkerInit(records, LENGTH), {"worker_init_fn": open_in_worker_init}
+    return LazySqlite(database, LENGTH), {}
 
 
+@pytest.mark.filterwarnings(CALLER_RUNS_WARNING)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("num_workers", [1, 2, 4])
 @pytest.mark.parametrize("persistent", [False, True])
@@ -300,6 +258,7 @@ def test_containers_and_arrays_are_shared_not_copied():
         assert datasets == {id(dataset)}
 
 
+@pytest.mark.filterwarnings(CALLER_RUNS_WARNING)
 def test_torch_agrees_where_installed(records, database):
     torch_data = pytest.importorskip("torch.utils.data")
     for kind in ("lazy file", "opened in worker_init_fn", "sqlite3"):

@@ -7,11 +7,10 @@ opens lazily on ``self`` is that worker's. Big attributes stay shared."""
 from __future__ import annotations
 
 import bisect
-import sqlite3
-import struct
 import threading
 
 import pytest
+from lazy_handles import CALLER_RUNS_WARNING, LazyFile, LazySqlite, write_database, write_records
 
 import dataloader_api
 from dataloader_api import DataLoader, get_worker_info
@@ -22,57 +21,12 @@ LENGTH = 600
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A file of LENGTH little-endian int64 records: record i holds i."""
-    path = tmp_path_factory.mktemp("records") / "records.bin"
-    path.write_bytes(b"".join(struct.pack("<q", i) for i in range(LENGTH)))
-    return str(path)
+    return write_records(tmp_path_factory.mktemp("records"), LENGTH)
 
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("sqlite") / "items.db")
-    with sqlite3.connect(path) as connection:
-        connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, value INTEGER)")
-        connection.executemany("INSERT INTO items VALUES (?, ?)", [(i, i) for i in range(LENGTH)])
-    return path
-
-
-class LazyFile:
-    """A handle opened on first use, then seek and read: two workers sharing it
-    read each other's records (the seek of one, the read of the other)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.file = None
-
-    def __len__(self) -> int:
-        return LENGTH
-
-    def __getitem__(self, index: int) -> int:
-        if self.file is None:
-            self.file = open(self.path, "rb")  # noqa: SIM115 (closed with the copy)
-        self.file.seek(8 * index)
-        threading.Event().wait(0)  # lets another worker seek in between, as I/O would
-        return struct.unpack("<q", self.file.read(8))[0]
-
-
-class LazySqlite:
-    """sqlite3 connections belong to the thread that made them."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.connection = None
-
-    def __len__(self) -> int:
-        return LENGTH
-
-    def __getitem__(self, index: int) -> int:
-        if self.connection is None:
-            self.connection = sqlite3.connect(self.path)
-        (value,) = self.connection.execute(
-            "SELECT value FROM items WHERE id = ?", (index,)
-        ).fetchone()
-        return int(value)
+    return write_database(tmp_path_factory.mktemp("sqlite"), LENGTH)
 
 
 # Wrappers written as torch's are (torch is not installed in every session).
@@ -143,6 +97,7 @@ def expected(wrapper: str) -> list[int]:
     return list(range(LENGTH))
 
 
+@pytest.mark.filterwarnings(CALLER_RUNS_WARNING)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("num_workers", [2, 4])
 @pytest.mark.parametrize("persistent", [False, True])
@@ -151,7 +106,7 @@ def expected(wrapper: str) -> list[int]:
 def test_a_handle_inside_a_wrapper_gives_every_record(
     records, database, backend, num_workers, persistent, wrapper, kind
 ):
-    base = LazyFile(records) if kind == "lazy file" else LazySqlite(database)
+    base = LazyFile(records, LENGTH) if kind == "lazy file" else LazySqlite(database, LENGTH)
     dataset = WRAPPERS[wrapper](base)
     loader = DataLoader(
         dataset,
@@ -243,7 +198,7 @@ def test_share_dataset_shares_the_inner_datasets_too(records):
             selves.add(id(self))
             return index
 
-    probe = Probe(records)
+    probe = Probe(records, LENGTH)
     loader = DataLoader(
         Subset(probe, list(range(LENGTH))), batch_size=8, num_workers=2, share_dataset=True
     )
@@ -277,12 +232,13 @@ def test_the_rule_for_inner_datasets():
 
     from dataloader_api._workers.dataset_copies import is_inner_dataset
 
-    assert is_inner_dataset(LazyFile("x"))
+    assert is_inner_dataset(LazyFile("x", 1))
     assert is_inner_dataset(Subset([], []))
     for not_a_dataset in ([1], {"a": 1}, (1,), np.arange(3), UserList([1]), LazyFile, len, "ab"):
         assert not is_inner_dataset(not_a_dataset), not_a_dataset
 
 
+@pytest.mark.filterwarnings(CALLER_RUNS_WARNING)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("num_workers", [2, 4])
 @pytest.mark.parametrize("persistent", [False, True])
@@ -295,7 +251,7 @@ def test_torchs_wrappers_give_torchs_records(
     import torch
 
     def make() -> object:
-        base = LazyFile(records) if kind == "lazy file" else LazySqlite(database)
+        base = LazyFile(records, LENGTH) if kind == "lazy file" else LazySqlite(database, LENGTH)
         if wrapper == "random_split":
             train, val = data.random_split(base, [0.75, 0.25], torch.Generator().manual_seed(1))
             return data.ConcatDataset([train, val])
