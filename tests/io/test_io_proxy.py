@@ -101,9 +101,34 @@ def proxy(clean):
         yield running
 
 
+@pytest.fixture
+def trusted_ca(private_ca, monkeypatch: pytest.MonkeyPatch) -> ssl.SSLContext:
+    """A server context whose CA is in SSL_CERT_FILE: every path verifies it."""
+    context, ca = private_ca
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    return context  # type: ignore[no-any-return]
+
+
 def load(data, backend):
     workers = 0 if backend is None else 2
     return list(DataLoader(data, num_workers=workers, backend=backend, batch_size=None))
+
+
+def nowhere(scheme: str = "http") -> HttpDataset:
+    """One item at NOWHERE: read at all, it was read through the proxy."""
+    return HttpDataset([f"{scheme}://{NOWHERE}/a"], retry=FAST, timeout=5)
+
+
+def store_nowhere() -> ObjectStoreDataset:
+    return ObjectStoreDataset(
+        "s3://bucket/p/", ["a"], endpoint_url=f"http://{NOWHERE}", anonymous=True, retry=FAST,
+        timeout=5,
+    )  # fmt: skip
+
+
+def fields(head: str) -> dict[str, str]:
+    lines = head.split("\r\n")[1:]
+    return {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
 
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
@@ -119,21 +144,15 @@ def test_an_http_url_goes_through_the_proxy_in_absolute_form(io_mode, proxy, mon
 
 def test_the_proxys_credentials_go_to_the_proxy(io_mode, proxy, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", f"http://pu:pp@127.0.0.1:{proxy.port}")
-    data = HttpDataset([f"http://{NOWHERE}/a"], retry=FAST, timeout=5)
-    assert load(data, io_mode) == [BODY]
+    assert load(nowhere(), io_mode) == [BODY]
     (head,) = proxy.heads
-    fields = {
-        k.strip().lower(): v.strip()
-        for k, _, v in (x.partition(":") for x in head.split("\r\n")[1:])
-    }
-    assert fields.get("proxy-authorization") == "Basic cHU6cHA=", head  # base64("pu:pp")
+    assert fields(head).get("proxy-authorization") == "Basic cHU6cHA=", head  # base64("pu:pp")
 
 
 def test_an_https_url_asks_the_proxy_for_a_tunnel(io_mode, proxy, monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
-    data = HttpDataset([f"https://{NOWHERE}/a"], retry=FAST, timeout=5)
     with pytest.raises(FetchError) as caught:
-        load(data, io_mode)
+        load(nowhere("https"), io_mode)
     assert "item 0" in str(caught.value) and f"https://{NOWHERE}/a" in str(caught.value)
     lines = proxy.lines()
     assert lines and all(line == f"CONNECT {NOWHERE} HTTP/1.1" for line in lines), lines
@@ -154,18 +173,9 @@ def test_no_proxy_and_the_other_scheme_go_direct(io_mode, proxy, monkeypatch):
 def test_an_object_store_goes_through_the_proxy(io_mode, proxy, monkeypatch):
     # object_store's client on the rust backend, the reference's elsewhere.
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-    data = ObjectStoreDataset(
-        "s3://bucket/p/", ["a"], endpoint_url=f"http://{NOWHERE}", anonymous=True, retry=FAST,
-        timeout=5,
-    )  # fmt: skip
-    assert load(data, io_mode) == [BODY]
+    assert load(store_nowhere(), io_mode) == [BODY]
     (line,) = proxy.lines()
     assert line.startswith(f"GET http://{NOWHERE}/bucket/p/a"), line
-
-
-def fields(head: str) -> dict[str, str]:
-    lines = head.split("\r\n")[1:]
-    return {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
 
 
 def closed_port() -> int:
@@ -181,15 +191,12 @@ def direct(host: str = "127.0.0.1") -> RawServer:
 
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY"])
-def test_an_https_proxy_is_reached_over_tls(io_mode, clean, private_ca, monkeypatch, variable):
+def test_an_https_proxy_is_reached_over_tls(io_mode, clean, trusted_ca, monkeypatch, variable):
     # TLS to the proxy, verified with the roots of SSL_CERT_FILE as every origin is;
     # an http URL then goes in absolute form inside it, the proxy's credentials too.
-    context, ca = private_ca
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
-    with CountingProxy(context) as proxy:
+    with CountingProxy(trusted_ca) as proxy:
         monkeypatch.setenv(variable, f"https://pu:pp@127.0.0.1:{proxy.port}")
-        data = HttpDataset([f"http://{NOWHERE}/a"], retry=FAST, timeout=5)
-        assert load(data, io_mode) == [BODY]
+        assert load(nowhere(), io_mode) == [BODY]
     assert proxy.lines() == [f"GET http://{NOWHERE}/a HTTP/1.1"]
     assert fields(proxy.heads[0]).get("proxy-authorization") == "Basic cHU6cHA="
 
@@ -198,16 +205,14 @@ def test_an_https_proxy_that_does_not_verify_is_not_used(io_mode, clean, private
     context, _ = private_ca  # its CA is not in the default roots
     with CountingProxy(context) as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"https://127.0.0.1:{proxy.port}")
-        data = HttpDataset([f"http://{NOWHERE}/a"], retry=FAST, timeout=5)
         with pytest.raises(FetchError, match=r"(?i)certificate"):
-            load(data, io_mode)
+            load(nowhere(), io_mode)
     assert proxy.lines() == []
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
-def test_an_https_url_tunnels_through_either_proxy(io_mode, clean, private_ca, monkeypatch, scheme):
-    context, ca = private_ca
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+def test_an_https_url_tunnels_through_either_proxy(io_mode, clean, trusted_ca, monkeypatch, scheme):
+    context = trusted_ca
     payload = bytes(range(256)) * 64
     head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(payload)
     with (
@@ -221,16 +226,10 @@ def test_an_https_url_tunnels_through_either_proxy(io_mode, clean, private_ca, m
     assert origin.heads[0].startswith(b"GET /item HTTP/1.1\r\n")
 
 
-def test_an_object_store_goes_through_an_https_proxy(io_mode, clean, private_ca, monkeypatch):
-    context, ca = private_ca
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
-    with CountingProxy(context) as proxy:
+def test_an_object_store_goes_through_an_https_proxy(io_mode, clean, trusted_ca, monkeypatch):
+    with CountingProxy(trusted_ca) as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"https://127.0.0.1:{proxy.port}")
-        data = ObjectStoreDataset(
-            "s3://bucket/p/", ["a"], endpoint_url=f"http://{NOWHERE}", anonymous=True, retry=FAST,
-            timeout=5,
-        )  # fmt: skip
-        assert load(data, io_mode) == [BODY]
+        assert load(store_nowhere(), io_mode) == [BODY]
     (line,) = proxy.lines()
     assert line.startswith(f"GET http://{NOWHERE}/bucket/p/a"), line
 
@@ -279,9 +278,8 @@ def test_the_upper_case_variable_is_read_first(io_mode, proxy, monkeypatch):
     # As reqwest reads them (curl and requests read the lower-case one): said aloud.
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{closed_port()}")
-    data = HttpDataset([f"http://{NOWHERE}/a"], retry=FAST, timeout=5)
     with pytest.warns(RuntimeWarning, match="HTTP_PROXY and http_proxy differ: HTTP_PROXY is used"):
-        assert load(data, io_mode) == [BODY]
+        assert load(nowhere(), io_mode) == [BODY]
     assert proxy.lines() == [f"GET http://{NOWHERE}/a HTTP/1.1"]
 
 
