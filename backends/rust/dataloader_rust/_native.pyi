@@ -37,6 +37,7 @@ class PixelBuffer:
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
 JPEG_SIMD: bool
+JPEG_SIMD_FEATURE: bool
 WITHOUT_SIMD: str
 EXIT_THREADS: str
 

@@ -13,7 +13,8 @@ fn main() {
     let simd = env::split_paths(&include).any(|dir| defines_simd(&dir.join("jconfig.h")));
     if simd {
         println!("cargo:rustc-cfg=jpeg_simd");
-    } else {
+    } else if env::var_os("CARGO_FEATURE_SIMD").is_some() {
+        // Asked for and missed; a build with the feature off chose plain C.
         println!(
             "cargo:warning=dataloader-rust: libjpeg-turbo is built WITHOUT its SIMD kernels \
              (no NASM on PATH): JPEG decoding will be about 2x slower than Pillow's. \

@@ -31,6 +31,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module
     )?)?;
     module.add("JPEG_SIMD", dataloader_imaging::JPEG_SIMD)?;
+    module.add("JPEG_SIMD_FEATURE", images::jpeg_build::SIMD_FEATURE)?;
     module.add("WITHOUT_SIMD", images::jpeg_build::WITHOUT_SIMD)?;
     module.add_class::<io::netio::NativeReader>()?;
     module.add_class::<io::netio::ReadCancel>()?;
