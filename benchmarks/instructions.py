@@ -57,8 +57,8 @@ def child(loader: str, workers: int, batches: int) -> None:
     assert total == batches * BATCH, total
 
 
-def _instructions(loader: str, workers: int, batches: int) -> int:
-    """The total instructions (callgrind's Ir) of one child run."""
+def callgrind_total(argv: list[str]) -> int:
+    """The total instructions (callgrind's Ir) of ``python ARGV...`` (every thread)."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
         command = [
@@ -66,10 +66,7 @@ def _instructions(loader: str, workers: int, batches: int) -> int:
             "--tool=callgrind",
             f"--callgrind-out-file={out}",
             sys.executable,
-            str(Path(__file__).resolve()),
-            loader,
-            str(workers),
-            str(batches),
+            *argv,
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
@@ -78,6 +75,11 @@ def _instructions(loader: str, workers: int, batches: int) -> int:
         totals = re.search(r"^(?:summary|totals):\s+(\d+)", out.read_text(), re.MULTILINE)
         assert totals is not None, "no totals line in callgrind's output"
         return int(totals.group(1))
+
+
+def _instructions(loader: str, workers: int, batches: int) -> int:
+    """The total instructions of one child run."""
+    return callgrind_total([str(Path(__file__).resolve()), loader, str(workers), str(batches)])
 
 
 def instructions(names: list[str], quick: bool, rs_installed: bool) -> list[Table]:

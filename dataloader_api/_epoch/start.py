@@ -226,6 +226,8 @@ def _stream_map(
             state.caller_runs,
             always=mode == "always",
             plain=copy_fetch(options) if work.plain else None,
+            ranges=options.sampling.auto_collation
+            and getattr(options.sampling.dataset, "__getitems__", None) is None,
         )
     return workers.pool.map_batches(contract_work, spec)
 

@@ -90,9 +90,12 @@ def _ints(part: Any) -> list[int]:
     return tolist() if tolist is not None else [int(i) for i in part]
 
 
-def batches_of_chunks(chunks: Iterable[Any], size: int, drop_last: bool) -> Iterator[list[int]]:
+def batches_of_chunks(
+    chunks: Iterable[Any], size: int, drop_last: bool, ranges: bool = False
+) -> Iterator[Any]:
     """Lists of ``size`` indices sliced from the chunks (int64 arrays, or any
-    sequences of ints), a batch may span two."""
+    sequences of ints), a batch may span two. ``ranges``: a chunk of consecutive
+    indices (a sequential plan's) gives ``range``s, no list made per batch."""
     import numpy as np  # imported when a plan is first cut, not with the contract
 
     carry = None
@@ -101,9 +104,22 @@ def batches_of_chunks(chunks: Iterable[Any], size: int, drop_last: bool) -> Iter
         if carry is not None:
             chunk, carry = np.concatenate([carry, chunk]), None
         whole = len(chunk) - len(chunk) % size
-        for start in range(0, whole, size):
-            yield chunk[start : start + size].tolist()
+        if ranges and whole and _consecutive(chunk[:whole]):
+            first = int(chunk[0])
+            for start in range(first, first + whole, size):
+                yield range(start, start + size)
+        else:
+            for start in range(0, whole, size):
+                yield chunk[start : start + size].tolist()
         if whole < len(chunk):
             carry = chunk[whole:]
     if carry is not None and not drop_last:
         yield carry.tolist()
+
+
+def _consecutive(chunk: Any) -> bool:
+    """Whether an int64 array is ``first, first + 1, ...`` (checked at the ends first:
+    a shuffled chunk fails there)."""
+    import numpy as np
+
+    return bool(chunk[-1] - chunk[0] == len(chunk) - 1 and (np.diff(chunk) == 1).all())

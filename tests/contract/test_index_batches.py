@@ -10,6 +10,7 @@ import pytest
 from dataloader_api import BatchSampler, DataLoader, RandomSampler, backends
 from dataloader_api._epoch.start import _plan
 from dataloader_api.contract import PIECE, IndexBatches
+from dataloader_api.contract._index_batches import batches_of_chunks
 
 
 def test_indices_of_names_a_batch_across_a_chunk_join_while_remembered():
@@ -24,6 +25,19 @@ def test_indices_of_names_a_batch_across_a_chunk_join_while_remembered():
     assert plan.indices_of(6) == [18, 19]
     assert plan.indices_of(1) is None  # its first chunk was forgotten
     assert plan.indices_of(99) is None
+
+
+def test_consecutive_chunks_are_cut_into_ranges_when_asked():
+    chunks = [np.arange(0, 6), np.array([9, 7, 8, 6, 10, 11]), np.arange(12, 17)]
+    lists = list(batches_of_chunks(iter(chunks), 3, drop_last=False))
+    cut = list(batches_of_chunks(iter(chunks), 3, drop_last=False, ranges=True))
+    assert [list(batch) for batch in cut] == lists  # the same indices, batch by batch
+    assert [type(batch) for batch in cut] == [range, range, list, list, range, list]
+    # a carry joins the next chunk: [12, 13] + [14, ...] is consecutive, [3] + [5, 6] not
+    joined = batches_of_chunks(iter([np.arange(14), np.arange(14, 18)]), 3, True, ranges=True)
+    assert list(joined)[-2:] == [range(12, 15), range(15, 18)]
+    gap = list(batches_of_chunks(iter([np.arange(4), np.arange(5, 7)]), 3, True, ranges=True))
+    assert gap == [range(0, 3), [3, 5, 6]]
 
 
 def test_a_long_chunk_is_handed_out_in_pieces_and_cut_across_them():

@@ -7,11 +7,11 @@ tests/epoch/test_iterator_shapes.py and conformance). Counted, never timed."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import warnings
 
 import pytest
+from lazy_handles import LazySqlite, write_database
 
 import dataloader_api
 from dataloader_api import DataLoader
@@ -50,35 +50,9 @@ def flat(batches) -> list[int]:
     return [i for b in batches for i in b]
 
 
-class LazySqlite:
-    """A connection opened on first use, as datasets for torch's worker processes do
-    (``check_same_thread=True``, sqlite3's default: another thread may not use it)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.connection: sqlite3.Connection | None = None
-
-    def __len__(self) -> int:
-        return LENGTH
-
-    def __getitem__(self, index: int) -> int:
-        if self.connection is None:
-            self.connection = sqlite3.connect(self.path)
-        (value,) = self.connection.execute(
-            "SELECT value FROM items WHERE id = ?", (index,)
-        ).fetchone()
-        return int(value)
-
-
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("sqlite") / "items.db")
-    with sqlite3.connect(path) as connection:
-        connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, value INTEGER)")
-        connection.executemany(
-            "INSERT INTO items VALUES (?, ?)", [(i, 3 * i) for i in range(LENGTH)]
-        )
-    return path
+    return write_database(tmp_path_factory.mktemp("sqlite"), LENGTH, scale=3)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -88,7 +62,7 @@ def test_a_sqlite_connection_opened_in_getitem_keeps_working(database, backend, 
     thread's): the batch is made again on a worker, a warning names the error and
     the fix, and the loader makes no batch on the consumer again."""
     loader = DataLoader(
-        LazySqlite(database),
+        LazySqlite(database, LENGTH),
         batch_size=4,
         num_workers=2,
         persistent_workers=persistent,
@@ -195,3 +169,57 @@ def test_resume_from_a_state_taken_while_the_consumer_makes_batches(backend):
     assert [b.tolist() for b in again] == rest
     assert sorted(i for b in head + rest for i in b) == list(range(LENGTH))
     again.close()
+
+
+class Getitems(Threads):
+    """``__getitems__``, as torch calls it: with a list of indices (never a range)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[type] = []
+
+    def __getitems__(self, indices: list[int]) -> list[int]:
+        self.given.append(type(indices))
+        return [self[i] for i in indices]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_getitems_and_the_workers_get_lists_of_indices(backend, shuffle):
+    """A sequential plan's consumer batches are ranges (no list per batch), but only
+    where our own loop indexes item by item: ``__getitems__`` gets a list, and so do
+    the workers' segments (the backends' contract)."""
+    for dataset in (Getitems(), Threads()):
+        loader = DataLoader(
+            dataset, batch_size=4, num_workers=2, shuffle=shuffle, seed=1, backend=backend
+        )
+        got = sorted(i for b in loader for i in b.tolist())
+        assert got == list(range(LENGTH))
+        assert dataset.by_consumer() > 0
+        assert set(getattr(dataset, "given", [list])) == {list}
+        loader.close()
+
+
+def test_the_workers_segments_get_lists_of_indices(monkeypatch):
+    """``BatchJob.indices`` is a list (the contract): a consumer's range is not."""
+    from dataclasses import replace
+
+    from dataloader_api.kit import ThreadPool
+
+    given: list[type] = []
+    original = ThreadPool.map_batches
+
+    def spy(pool, work, stream):
+        def jobs():
+            for job in work.jobs:
+                given.append(type(job.indices))
+                yield job
+
+        return original(pool, replace(work, jobs=jobs()), stream)
+
+    monkeypatch.setattr(ThreadPool, "map_batches", spy)
+    dataset = Threads()
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, backend="threads", collate_fn=list)
+    assert flat(loader) == list(range(LENGTH))
+    assert given and set(given) == {list} and dataset.by_consumer() > 0
+    loader.close()
