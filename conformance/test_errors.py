@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -183,17 +184,24 @@ def test_an_abandoned_epoch_that_failed_leaves_no_thread_running(backend):
     assert wait_until(lambda: os_thread_count() <= os_before)
 
 
+def _stream(pool: Any, kind: str, batches: int) -> Any:
+    if kind == "map":
+        work = MapWork(iter([BatchJob(i, [i]) for i in range(batches)]), fetch=list, collate=list)
+        return pool.map_batches(work, StreamSpec(2))
+    return pool.stream_batches(IterWork(lambda i: iter([[0]] * batches), 1), StreamSpec(2))
+
+
 @pytest.mark.parametrize("kind", ["map", "iterable"])
-def test_a_closed_pool_raises_the_contracts_error(backend, kind):
-    """Contract: a stream started on a closed pool raises ``PoolClosedError`` (the
-    contract's type, which the loader and its users can catch on every backend)."""
+@pytest.mark.parametrize("when", ["started after", "read after"])
+def test_a_closed_pool_raises_the_contracts_error(backend, kind, when):
+    """Contract: a stream started on a closed pool, or read after its pool closed
+    under it, raises ``PoolClosedError`` (the contract's type, which the loader and
+    its users can catch on every backend), never an epoch that ends early quietly."""
     pool = resolve_backend(backend).create_pool(PoolSpec(1, lambda worker_id: None))
+    stream = _stream(pool, kind, 1000) if when == "read after" else None
+    if stream is not None:
+        next(stream)
     pool.close()
     assert pool.join(30)
     with pytest.raises(PoolClosedError):
-        if kind == "map":
-            work = MapWork(iter([BatchJob(0, [0])]), fetch=list, collate=list)
-            stream = pool.map_batches(work, StreamSpec(1))
-        else:
-            stream = pool.stream_batches(IterWork(lambda i: iter([[0]]), 1), StreamSpec(1))
-        list(stream)
+        list(stream if stream is not None else _stream(pool, kind, 1))

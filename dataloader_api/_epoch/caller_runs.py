@@ -56,11 +56,19 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, NoReturn
 
 from .._common.worker_info import CURRENT, WorkerInfo
 from .._workers.dataset_copies import CopyGuards
-from ..contract import BatchJob, BatchStream, IndexBatches, MapWork, StreamSpec, WorkerPool
+from ..contract import (
+    BatchJob,
+    BatchStream,
+    IndexBatches,
+    MapWork,
+    PoolClosedError,
+    StreamSpec,
+    WorkerPool,
+)
 from ..contract._index_batches import batches_of_chunks
 
 __all__ = ["CALLER_RUNS_VARIABLE", "CallerRunsBatches", "CallerRunsLearnt", "caller_runs_mode"]
@@ -162,6 +170,7 @@ class CallerRunsBatches:
         self._count, self._spent = 0, 0.0  # this segment's batches, seconds in __next__
         self._workers_per_batch = float("inf")
         self._handed_back: BaseException | None = None
+        self._segments = 0  # worker segments started
         if learnt.length and not learnt.disabled and self._free_copy() is not None:
             self._left = learnt.length  # the consumer won the loader's last epoch
 
@@ -193,18 +202,25 @@ class CallerRunsBatches:
         self._feed = _Feed(self._pending, self._jobs, self._probe)
         self._pending = None
         work = self._work
-        self._segment = self._pool.map_batches(
-            MapWork(
-                self._feed,
-                work.fetch,
-                work.collate,
-                work.default_collate,
-                work.getitem,
-                work.stats,
-                work.images,
-            ),
-            self._stream,
-        )
+        try:
+            self._segment = self._pool.map_batches(
+                MapWork(
+                    self._feed,
+                    work.fetch,
+                    work.collate,
+                    work.default_collate,
+                    work.getitem,
+                    work.stats,
+                    work.images,
+                ),
+                self._stream,
+            )
+        except PoolClosedError:
+            if not self._segments:
+                raise  # the epoch's first: the error of a pool closed before it began
+            self._feed = None
+            self._pool_closed()  # while the consumer made batches
+        self._segments += 1
         return self._segment
 
     def _from_workers(self) -> Any:
@@ -245,11 +261,23 @@ class CallerRunsBatches:
         if feed is None or feed.ended or feed.limit is None:
             self._jobs = None  # the plan ended in this segment
             return
-        if self._count < self._probe // 2 or self._learnt.disabled:
-            return  # not decided (a probe cut short): the next probe decides
+        if self._count < feed.handed or feed.handed < feed.limit:
+            self._pool_closed()  # the stream ended before it delivered what it was given
+        if self._learnt.disabled:
+            return
         if self._free_copy() is not None:
             self._left = self._learnt.length = max(self._learnt.length, _FIRST_LENGTH * self._probe)
             self._count, self._spent = 0, 0.0
+
+    def _pool_closed(self) -> NoReturn:
+        """The pool closed under the epoch: as the backends' streams do, park a
+        thread other than the main one once interpreter exit began (the exit hook
+        closed it), else raise."""
+        from ..kit import wait_out_interpreter_exit
+
+        self._jobs = self._pending = None
+        wait_out_interpreter_exit()
+        raise PoolClosedError("the worker pool was closed while this epoch was running") from None
 
     # The consumer's segments.
 

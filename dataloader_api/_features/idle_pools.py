@@ -97,6 +97,8 @@ def take(options: Any) -> WorkerPool | None:
 def hand_back(options: Any, pool: WorkerPool) -> bool:
     """Keep ``pool`` (its epoch ran to its end) for a later loader; False when
     it must be closed instead (the set is full, or keeping is off)."""
+    if getattr(pool, "closed", False) is True:
+        return False  # closed under its epoch (a test's close, interpreter exit)
     with _lock:
         if _owner_pid != process_id() or len(_idle) >= MAX_IDLE_POOLS or not keeping():
             return False

@@ -6,12 +6,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ..contract import BatchJob, PoolClosedError
 from ._exit import wait_out_interpreter_exit
 
-__all__ = ["Closable", "JobResults", "PoolClosedError", "TaskRunner", "run_job"]
+__all__ = [
+    "Closable",
+    "JobResults",
+    "PoolClosedError",
+    "TaskRunner",
+    "closed_under_the_epoch",
+    "run_job",
+]
 
 
 class JobResults(Protocol):
@@ -68,6 +75,14 @@ class TaskRunner(Protocol):
         ...
 
 
+def closed_under_the_epoch(held: threading.Condition | None = None) -> NoReturn:
+    """The pool closed while an epoch ran on it (not the stream's own close): a
+    thread other than the main one parks once interpreter exit began (the exit
+    hook closed it), else ``PoolClosedError``, never an epoch cut short quietly."""
+    wait_out_interpreter_exit(held)
+    raise PoolClosedError("the worker pool was closed while this epoch was running")
+
+
 class Waiter:
     """The consumer's wait for a condition, honouring the timeout and a closed pool."""
 
@@ -80,8 +95,7 @@ class Waiter:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         while not ready():
             if self._pool.closed:
-                wait_out_interpreter_exit(cond)
-                raise PoolClosedError("the worker pool was closed while this epoch was running")
+                closed_under_the_epoch(cond)
             if deadline is None:
                 # Bounded slices so a pool closed elsewhere is noticed.
                 cond.wait(0.5)

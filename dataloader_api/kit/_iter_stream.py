@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..contract import IterWork, StreamSpec
-from ._epoch_state import EpochState, TaskRunner, Waiter
+from ._epoch_state import EpochState, TaskRunner, Waiter, closed_under_the_epoch
 
 __all__ = ["IterableStream"]
 
@@ -70,6 +70,7 @@ class IterableStream:
     def __init__(self, pool: TaskRunner, work: IterWork, stream: StreamSpec) -> None:
         num_streams = work.num_streams
         self._state = _StreamState(num_streams)
+        self._pool, self._closed = pool, False  # closed: by close(), not by the pool
         pool.track(self._state)
         self._in_order = stream.in_order
         self._on_timeout = stream.on_timeout
@@ -98,6 +99,8 @@ class IterableStream:
             del value  # else error -> traceback -> this frame -> error: a cycle
 
     def _end_if_done(self) -> None:
+        if self._state.closed and not self._closed and self._pool.closed:
+            closed_under_the_epoch(self._state.cond)
         if self._state.closed or not self._active:
             self._state.closed = True
             raise StopIteration
@@ -142,4 +145,5 @@ class IterableStream:
         return state.buffers[state.completed.popleft()].popleft()
 
     def close(self) -> None:
+        self._closed = True
         self._state.close()

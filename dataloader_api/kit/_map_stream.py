@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ..contract import BatchJob, MapWork, StreamSpec
-from ._epoch_state import EpochState, TaskRunner, Waiter, run_job
+from ._epoch_state import EpochState, TaskRunner, Waiter, closed_under_the_epoch, run_job
 
 __all__ = ["BatchWindow", "MapStream", "PythonWindow"]
 
@@ -124,6 +124,7 @@ class MapStream:
         self._fetch, self._collate = work.fetch, work.collate
         self._timeout, self._on_timeout = stream.timeout, stream.on_timeout
         self._window = window if window is not None else PythonWindow(pool, stream)
+        self._closed = False  # by close(), not by the pool
         pool.track(self._window)
 
     def __iter__(self) -> MapStream:
@@ -143,6 +144,8 @@ class MapStream:
     def __next__(self) -> Any:
         window = self._window
         if window.closed:
+            if not self._closed and self._pool.closed:
+                closed_under_the_epoch()
             raise StopIteration
         self._top_up()
         if self._jobs is None and window.idle():
@@ -164,5 +167,6 @@ class MapStream:
             del value  # else error -> traceback -> this frame -> error: a cycle
 
     def close(self) -> None:
+        self._closed = True
         self._jobs = None
         self._window.close()

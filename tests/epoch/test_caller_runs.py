@@ -15,6 +15,7 @@ from lazy_handles import LazySqlite, write_database
 
 import dataloader_api
 from dataloader_api import DataLoader
+from dataloader_api.contract import PoolClosedError
 
 BACKENDS = [n for n in dataloader_api.backends() if not n.startswith("broken-")]
 LENGTH = 400
@@ -223,3 +224,24 @@ def test_the_workers_segments_get_lists_of_indices(monkeypatch):
     assert flat(loader) == list(range(LENGTH))
     assert given and set(given) == {list} and dataset.by_consumer() > 0
     loader.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["always", "auto"])
+def test_a_pool_closed_under_the_epoch_is_an_error_and_never_kept(backend, mode, monkeypatch):
+    """As the backends' own streams: a segment that cannot start, or ends before
+    its batches, because the pool closed is a PoolClosedError (at interpreter exit
+    a daemon thread parks instead: conformance's test_exit); a later loader never
+    gets that pool from the idle ones."""
+    monkeypatch.setenv("DATALOADER_CALLER_RUNS", mode)
+    loader = DataLoader(Threads(), batch_size=4, num_workers=2, backend=backend)
+    iterator = iter(loader)
+    got = [next(iterator) for _ in range(20)]
+    (pool,) = iterator.owned_pools
+    pool.close()
+    with pytest.raises(PoolClosedError, match="closed while this epoch was running"):
+        got += list(iterator)
+    assert 20 <= len(got) < LENGTH // 4
+    assert flat(DataLoader(Threads(), batch_size=4, num_workers=2, backend=backend)) == list(
+        range(LENGTH)
+    )

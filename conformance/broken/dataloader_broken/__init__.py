@@ -21,6 +21,7 @@ from dataloader_api.contract import (
     IndexBatches,
     IterWork,
     MapWork,
+    PoolClosedError,
     PoolSpec,
     StreamSpec,
 )
@@ -339,19 +340,27 @@ class _PlanPool(_Wrapped):
 
 
 class _ClosedPool(_Wrapped):
-    """Raises a bare RuntimeError for a closed pool, not the contract's type."""
+    """Raises a bare RuntimeError for a stream started on a closed pool, not the
+    contract's type; a stream read after its pool closed ends early, quietly."""
 
     def map_batches(self, work: MapWork, stream: StreamSpec) -> BatchStream:
         try:
-            return self.inner.map_batches(work, stream)
+            return _Stream(self.inner.map_batches(work, stream), _quiet_end)
         except RuntimeError as error:
             raise RuntimeError(str(error)) from None
 
     def stream_batches(self, work: IterWork, stream: StreamSpec) -> BatchStream:
         try:
-            return self.inner.stream_batches(work, stream)
+            return _Stream(self.inner.stream_batches(work, stream), _quiet_end)
         except RuntimeError as error:
             raise RuntimeError(str(error)) from None
+
+
+def _quiet_end(batches: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from batches
+    except PoolClosedError:
+        return
 
 
 def _per_chunk(plan: IndexBatches) -> Iterator[BatchJob]:
